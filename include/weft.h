@@ -1,0 +1,170 @@
+/* weft — many user-level threads (ULTs) on one kernel thread per core.
+ *
+ * This is the one header a program includes. The native API below creates,
+ * joins and schedules ULTs; later sub-APIs live in the headers under include/weft/ and are
+ * included from here.
+ *
+ * Conventions (the pthread ones):
+ *   - Every call returns 0 or an errno value and leaves errno alone.
+ *   - EINVAL for bad arguments, ESRCH for an unknown thread, EDEADLK for
+ *     joining oneself or closing a join cycle, EAGAIN/ENOMEM when resources
+ *     run out. Bad input and exhaustion never abort the process.
+ *   - The first call that needs the runtime initialises it with defaults;
+ *     weft_init() is only needed to choose a configuration.
+ *
+ * Calling from a kernel thread that is not one of weft's workers (a plain
+ * pthread the program made itself) is supported per call; each call's comment
+ * says what happens ("from a foreign thread: ...").
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <weft/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+/* A thread handle: an increasing 64-bit number, never reused within a
+ * process. 0 (WEFT_NULL) is never a valid thread. Lookup by handle is O(1). */
+typedef uint64_t weft_t;
+#define WEFT_NULL ((weft_t)0)
+
+/* Longest thread name, including the terminating NUL. */
+#define WEFT_NAME_MAX 32
+
+/* Smallest stack a ULT may be given (bytes). */
+#define WEFT_STACK_MIN (16u * 1024u)
+
+enum weft_sched_kind {
+	WEFT_SCHED_DEFAULT = 0, /* WEFT_SCHED, else steal */
+	WEFT_SCHED_STEAL = 1,   /* per-worker run queues, randomized work stealing */
+	WEFT_SCHED_SHARE = 2,   /* one central FIFO ready queue */
+};
+
+enum weft_context_kind {
+	WEFT_CONTEXT_DEFAULT = 0,  /* WEFT_CONTEXT, else asm */
+	WEFT_CONTEXT_ASM = 1,      /* hand-written register switch */
+	WEFT_CONTEXT_UCONTEXT = 2, /* ucontext_t, makecontext */
+};
+
+/* Runtime configuration. Zero in a field means "from the environment, else
+ * the default"; weft_config_init() fills a config that way. */
+typedef struct weft_config {
+	int workers;             /* kernel threads; 0: WEFT_WORKERS, else usable CPUs */
+	int pin;                 /* 1: pin worker i to the i-th allowed CPU; -1: don't;
+	                            0: WEFT_PIN (1 pins), else don't */
+	int sched;               /* enum weft_sched_kind */
+	int context;             /* enum weft_context_kind */
+	size_t stack_size;       /* default ULT stack; 0: WEFT_STACK_SIZE, else 64 KiB */
+	long idle_spin_ns;       /* how long an idle worker spins before it sleeps;
+	                            0: WEFT_IDLE_SPIN_NS, else the built-in budget;
+	                            negative: never spin */
+	long guarded_stacks_max; /* stacks with a guard page before falling back to
+	                            guard-less slab stacks; 0: WEFT_GUARDED_STACKS
+	                            (0 there means none), else derived from
+	                            vm.max_map_count; negative: none */
+} weft_config_t;
+
+/* Fill *cfg with the values weft_init(NULL) would use (environment applied). */
+WEFT_API int weft_config_init(weft_config_t *cfg);
+
+/* Start the runtime. The calling kernel thread becomes worker 0 and the
+ * caller itself becomes a ULT running on it (it may later migrate). Returns
+ * EBUSY if already running, EINVAL for a bad config or environment value,
+ * EAGAIN/ENOMEM if workers or stacks cannot be made. */
+WEFT_API int weft_init(const weft_config_t *cfg);
+
+/* Stop the runtime and free its resources. Must be called by the ULT that
+ * initialised the runtime (EPERM otherwise); returns EBUSY while any other
+ * ULT has not exited yet. Afterwards the caller is a plain kernel thread on
+ * the kernel thread that called weft_init, and weft_init may be called again.
+ * Returning from main does the same when it can (no other ULT alive). */
+WEFT_API int weft_shutdown(void);
+
+/* Attributes. A zero-filled weft_attr_t is NOT valid; use weft_attr_init. */
+typedef struct weft_attr {
+	uint32_t magic_;  /* private */
+	int detached_;    /* private */
+	int worker_;      /* private */
+	size_t stacksize_;
+	void *stackaddr_;
+	char name_[WEFT_NAME_MAX];
+} weft_attr_t;
+
+WEFT_API int weft_attr_init(weft_attr_t *a);
+WEFT_API int weft_attr_destroy(weft_attr_t *a);
+/* n >= WEFT_STACK_MIN, else EINVAL; rounded up to the page size. */
+WEFT_API int weft_attr_setstacksize(weft_attr_t *a, size_t n);
+WEFT_API int weft_attr_getstacksize(const weft_attr_t *a, size_t *n);
+/* A caller-owned stack [addr, addr+n): weft keeps the thread descriptor at
+ * its top, adds no guard page and never frees it. n >= WEFT_STACK_MIN. */
+WEFT_API int weft_attr_setstack(weft_attr_t *a, void *addr, size_t n);
+WEFT_API int weft_attr_setdetached(weft_attr_t *a, int detached);
+WEFT_API int weft_attr_getdetached(const weft_attr_t *a, int *detached);
+/* ERANGE if strlen(name) >= WEFT_NAME_MAX. */
+WEFT_API int weft_attr_setname(weft_attr_t *a, const char *name);
+/* Bind to one worker (0 .. weft_num_workers()-1) or -1 = any. A worker out of
+ * range is reported by weft_create (EINVAL), since the count may not be known
+ * yet when the attribute is set. */
+WEFT_API int weft_attr_setworker(weft_attr_t *a, int worker);
+WEFT_API int weft_attr_getworker(const weft_attr_t *a, int *worker);
+
+/* Create a ULT running fn(arg). It starts on the creator's worker (a bound
+ * ULT on its worker). Returning from fn is weft_exit(return value).
+ * From a foreign thread: works; the ULT is queued for any worker. */
+WEFT_API int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
+
+/* Wait for t to exit and collect its value. EDEADLK for t == self or a join
+ * cycle, EINVAL if t is detached or already being joined, ESRCH if unknown.
+ * From a foreign thread: works; the kernel thread blocks on a futex. */
+WEFT_API int weft_join(weft_t t, void **ret);
+
+/* Let t's resources go when it exits. EINVAL if already detached or joined
+ * by someone, ESRCH if unknown. From a foreign thread: works. */
+WEFT_API int weft_detach(weft_t t);
+
+/* End the calling ULT with value ret. From a foreign thread: the process
+ * aborts with a message (there is no ULT to end). */
+WEFT_API _Noreturn void weft_exit(void *ret);
+
+/* The calling ULT; WEFT_NULL from a foreign thread or before init. */
+WEFT_API weft_t weft_self(void);
+WEFT_API int weft_equal(weft_t a, weft_t b);
+
+/* Let other ready ULTs run; returns at once if there are none.
+ * From a foreign thread: sched_yield(). Always returns 0. */
+WEFT_API int weft_yield(void);
+
+/* The worker running the caller (0 .. n-1), -1 from a foreign thread. */
+WEFT_API int weft_worker_id(void);
+/* Number of workers; 0 before init. */
+WEFT_API int weft_num_workers(void);
+
+/* Park/unpark: the one blocking primitive every weft lock is built on.
+ * weft_park() blocks the calling ULT until a token is available, then
+ * consumes it; weft_unpark(t) makes a token available to t (at most one is
+ * kept), waking it if it is parked. A park may return without an unpark
+ * (spuriously): callers re-check their condition in a loop.
+ * weft_park from a foreign thread: EPERM. weft_unpark: ESRCH if t is unknown;
+ * works from a foreign thread. */
+WEFT_API int weft_park(void);
+WEFT_API int weft_unpark(weft_t t);
+
+/* The name of t (copied into buf of size n; ERANGE if too small). */
+WEFT_API int weft_getname(weft_t t, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_H */

@@ -1,0 +1,77 @@
+/* The asm context switch for x86-64, System V ABI (ELF, GNU as).
+ *
+ * void *wf_ctx_jump(void **save_sp, void *new_sp, void *transfer)
+ *   Saves the callee-saved state of the caller on its own stack, stores the
+ *   stack pointer in *save_sp, loads new_sp and restores the state found
+ *   there. Returns `transfer` in the resumed context: the side that switches
+ *   away hands a value to the side that wakes up (weft passes its worker).
+ *
+ * Frame saved at the stack pointer (64 bytes, 16-byte aligned on entry - 8):
+ *
+ *   offset  slot
+ *   ------  ---------------------------------------
+ *     0     MXCSR (4 bytes) | x87 control word (2) | pad (2)
+ *     8     r12
+ *    16     r13
+ *    24     r14
+ *    32     r15
+ *    40     rbx
+ *    48     rbp
+ *    56     return address (rip)
+ *
+ * A new context (made by wf_ctx_make_asm in context.c) holds the same frame
+ * with rip = wf_ctx_trampoline, r12 = entry function, r13 = its argument,
+ * rbp = 0 and the default MXCSR/x87 control words.
+ */
+	.text
+	.globl wf_ctx_jump
+	.hidden wf_ctx_jump
+	.type wf_ctx_jump, @function
+	.align 16
+wf_ctx_jump:
+	.cfi_startproc
+	pushq %rbp
+	pushq %rbx
+	pushq %r15
+	pushq %r14
+	pushq %r13
+	pushq %r12
+	leaq -8(%rsp), %rsp
+	stmxcsr (%rsp)          /* SSE control/status: rounding, exceptions masks */
+	fnstcw 4(%rsp)          /* x87 control word */
+
+	movq %rsp, (%rdi)       /* publish the saved frame */
+	movq %rsi, %rsp         /* ... and take the other one */
+
+	ldmxcsr (%rsp)
+	fldcw 4(%rsp)
+	leaq 8(%rsp), %rsp
+	popq %r12
+	popq %r13
+	popq %r14
+	popq %r15
+	popq %rbx
+	popq %rbp
+	movq %rdx, %rax         /* the transfer value, as return value ... */
+	movq %rdx, %rdi         /* ... and as first argument for a new context */
+	ret
+	.cfi_endproc
+	.size wf_ctx_jump, .-wf_ctx_jump
+
+/* First code a new context runs: entered by wf_ctx_jump's `ret` with rsp
+ * 16-byte aligned, rdi = transfer, r12 = entry, r13 = arg.
+ * Calls entry(transfer, arg); entry must never return. */
+	.globl wf_ctx_trampoline
+	.hidden wf_ctx_trampoline
+	.type wf_ctx_trampoline, @function
+	.align 16
+wf_ctx_trampoline:
+	.cfi_startproc
+	.cfi_undefined rip      /* outermost frame: unwinders stop here */
+	movq %r13, %rsi
+	call *%r12
+	ud2                     /* entry returned: trap, never run off the stack */
+	.cfi_endproc
+	.size wf_ctx_trampoline, .-wf_ctx_trampoline
+
+	.section .note.GNU-stack,"",%progbits

@@ -1,0 +1,192 @@
+/* The two context backends and the switch wrapper. See context.h. */
+#include "context/context.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if WF_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+int wf_ctx_backend = WF_CTX_ASM;
+
+/* From src/arch/switch_<arch>_<abi>.S */
+void *wf_ctx_jump(void **save_sp, void *new_sp, void *transfer);
+void wf_ctx_trampoline(void);
+
+#if defined(__x86_64__)
+/* From src/arch/ucswap_x86_64_sysv.S */
+void wf_ucswap(ucontext_t *from, const ucontext_t *to);
+/* The asm hard-codes glibc's layout; prove it here. */
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs) == 40, "gregs offset");
+_Static_assert(offsetof(ucontext_t, uc_mcontext.fpregs) == 224, "fpregs offset");
+_Static_assert(REG_RBX == 11 && REG_RSP == 15 && REG_RIP == 16 && REG_RDI == 8, "greg index");
+_Static_assert(offsetof(struct _libc_fpstate, mxcsr) == 24, "mxcsr offset");
+#define WF_UC_SWAP(from, to) wf_ucswap(from, to)
+#else
+#define WF_UC_SWAP(from, to) swapcontext(from, to)
+#endif
+
+/* ---- asm backend ------------------------------------------------------ */
+
+#if defined(__x86_64__)
+enum { WF_FRAME_WORDS = 8 }; /* see the frame table in switch_x86_64_sysv.S */
+
+static void make_asm(wf_ctx_t *c, wf_ctx_entry_fn entry, void *arg)
+{
+	uintptr_t top = ((uintptr_t)c->stack_lo + c->stack_size) & ~(uintptr_t)15;
+	uint64_t *f = (uint64_t *)(top - WF_FRAME_WORDS * 8);
+	f[0] = 0x1F80u | (0x037Full << 32); /* default MXCSR, x87 control word */
+	f[1] = (uint64_t)(uintptr_t)entry;  /* r12 */
+	f[2] = (uint64_t)(uintptr_t)arg;    /* r13 */
+	f[3] = 0;                           /* r14 */
+	f[4] = 0;                           /* r15 */
+	f[5] = 0;                           /* rbx */
+	f[6] = 0;                           /* rbp: end of the frame chain */
+	f[7] = (uint64_t)(uintptr_t)wf_ctx_trampoline;
+	c->sp = f;
+}
+#elif defined(__aarch64__)
+enum { WF_FRAME_WORDS = 22 }; /* see the frame table in switch_aarch64_aapcs.S */
+
+static void make_asm(wf_ctx_t *c, wf_ctx_entry_fn entry, void *arg)
+{
+	uintptr_t top = ((uintptr_t)c->stack_lo + c->stack_size) & ~(uintptr_t)15;
+	uint64_t *f = (uint64_t *)(top - WF_FRAME_WORDS * 8);
+	memset(f, 0, WF_FRAME_WORDS * 8);
+	f[0] = (uint64_t)(uintptr_t)entry; /* x19 */
+	f[1] = (uint64_t)(uintptr_t)arg;   /* x20 */
+	f[10] = 0;                         /* x29: end of the frame chain */
+	f[11] = (uint64_t)(uintptr_t)wf_ctx_trampoline; /* x30 */
+	f[20] = 0;                         /* FPCR: round to nearest, no traps */
+	c->sp = f;
+}
+#endif
+
+/* ---- ucontext backend ------------------------------------------------- */
+
+/* getcontext() costs a system call (it reads the signal mask), so it runs
+ * once; new contexts copy this template and let makecontext fill it in. */
+static ucontext_t uc_template;
+static int uc_template_ready;
+
+/* makecontext passes only int arguments, and on LP64 a pointer does not fit
+ * in an int (the pitfall seed 001 hit): split the ctx pointer in two. */
+static void uc_entry(unsigned int lo, unsigned int hi)
+{
+	wf_ctx_t *c = (wf_ctx_t *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+	c->entry(c->transfer, c->arg);
+	wf_panic("ULT entry function returned");
+}
+
+static void make_ucontext(wf_ctx_t *c, void *reserved, wf_ctx_entry_fn entry, void *arg)
+{
+	if (!__atomic_load_n(&uc_template_ready, __ATOMIC_ACQUIRE)) {
+		ucontext_t t;
+		if (getcontext(&t) != 0)
+			wf_panic("getcontext failed");
+		uc_template = t;
+		__atomic_store_n(&uc_template_ready, 1, __ATOMIC_RELEASE);
+	}
+	ucontext_t *uc = reserved;
+	memcpy(uc, &uc_template, sizeof *uc);
+#if defined(__x86_64__)
+	uc->uc_mcontext.fpregs = &uc->__fpregs_mem;
+#endif
+	uc->uc_link = NULL;
+	uc->uc_stack.ss_sp = c->stack_lo;
+	uc->uc_stack.ss_size = c->stack_size;
+	uc->uc_stack.ss_flags = 0;
+	c->uc = uc;
+	c->entry = entry;
+	c->arg = arg;
+	uintptr_t p = (uintptr_t)c;
+	makecontext(uc, (void (*)(void))uc_entry, 2, (unsigned int)(p & 0xffffffffu),
+	            (unsigned int)(p >> 32));
+}
+
+/* ---- common ------------------------------------------------------------ */
+
+size_t wf_ctx_reserve(void)
+{
+	if (wf_ctx_backend == WF_CTX_UCONTEXT)
+		return (sizeof(ucontext_t) + 63) & ~(size_t)63;
+	return 0;
+}
+
+void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved, wf_ctx_entry_fn entry,
+                 void *arg)
+{
+	c->stack_lo = lo;
+	c->stack_size = size;
+	c->transfer = NULL;
+#if WF_ASAN
+	c->asan_fake = NULL;
+#endif
+	if (wf_ctx_backend == WF_CTX_UCONTEXT)
+		make_ucontext(c, reserved, entry, arg);
+	else
+		make_asm(c, entry, arg);
+}
+
+void wf_ctx_init_current(wf_ctx_t *c, void *reserved)
+{
+	memset(c, 0, sizeof *c);
+	c->uc = reserved;
+	if (reserved) {
+		memset(reserved, 0, sizeof(ucontext_t));
+#if defined(__x86_64__)
+		((ucontext_t *)reserved)->uc_mcontext.fpregs = &((ucontext_t *)reserved)->__fpregs_mem;
+#endif
+	}
+	pthread_attr_t a;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		void *lo;
+		size_t n;
+		if (pthread_attr_getstack(&a, &lo, &n) == 0) {
+			c->stack_lo = lo;
+			c->stack_size = n;
+		}
+		pthread_attr_destroy(&a);
+	}
+}
+
+static inline void *do_switch(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+{
+	if (wf_ctx_backend == WF_CTX_ASM)
+		return wf_ctx_jump(&from->sp, to->sp, transfer);
+	to->transfer = transfer;
+	WF_UC_SWAP(from->uc, to->uc);
+	return from->transfer;
+}
+
+void *wf_ctx_switch(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+{
+#if WF_ASAN
+	__sanitizer_start_switch_fiber(&from->asan_fake, to->stack_lo, to->stack_size);
+	void *r = do_switch(from, to, transfer);
+	__sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
+	return r;
+#else
+	return do_switch(from, to, transfer);
+#endif
+}
+
+void wf_ctx_switch_final(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+{
+#if WF_ASAN
+	/* NULL: the fake stack of the dying context is released. */
+	__sanitizer_start_switch_fiber(NULL, to->stack_lo, to->stack_size);
+#endif
+	do_switch(from, to, transfer);
+	wf_panic("a finished context was resumed");
+}
+
+void wf_ctx_entered(void)
+{
+#if WF_ASAN
+	__sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+}

@@ -1,0 +1,71 @@
+/* Execution contexts: the register state of a suspended ULT (or of a
+ * worker's scheduler loop) and the switch between two of them.
+ *
+ * Two backends live in the library; one is chosen per process at init
+ * (WEFT_CONTEXT=asm|ucontext):
+ *   asm       wf_ctx_jump in src/arch/switch_<arch>_<abi>.S — saves the
+ *             callee-saved registers on the stack, one pointer in the ctx.
+ *   ucontext  glibc getcontext/makecontext to make, and on x86-64 a swap
+ *             without the signal-mask syscall (src/arch/ucswap_x86_64_sysv.S)
+ *             to switch; glibc's swapcontext elsewhere.
+ *
+ * A switch hands a pointer ("transfer") from the side leaving to the side
+ * resuming; the scheduler passes the worker so the resumed code learns which
+ * kernel thread it is on without reading TLS.
+ *
+ * Sanitizers: under AddressSanitizer every switch is bracketed by
+ * __sanitizer_start/finish_switch_fiber so ASan knows which stack is live.
+ */
+#ifndef WF_CONTEXT_H
+#define WF_CONTEXT_H
+
+#include <stddef.h>
+#include <ucontext.h>
+
+#include "util/util.h"
+
+typedef void (*wf_ctx_entry_fn)(void *transfer, void *arg);
+
+typedef struct wf_ctx {
+	void *sp;          /* asm: saved stack pointer while suspended */
+	ucontext_t *uc;    /* ucontext: the saved context (kept beside the ULT) */
+	void *transfer;    /* ucontext: value handed over by the last switch */
+	void *stack_lo;    /* lowest usable address of the stack */
+	size_t stack_size; /* usable bytes above stack_lo */
+#if WF_ASAN
+	void *asan_fake; /* ASan fake-stack handle while suspended */
+#endif
+	/* ucontext: entry and argument of a new context */
+	wf_ctx_entry_fn entry;
+	void *arg;
+} wf_ctx_t;
+
+enum { WF_CTX_ASM = 1, WF_CTX_UCONTEXT = 2 };
+
+WF_HIDDEN extern int wf_ctx_backend;
+
+/* Bytes a new context needs at the top of its stack region for backend
+ * state (the ucontext_t lives there); the caller reserves them. */
+WF_HIDDEN size_t wf_ctx_reserve(void);
+
+/* Prepare c to run entry(transfer, arg) on [lo, lo+size) when first switched
+ * to. `reserved` is the wf_ctx_reserve() bytes the caller set aside. */
+WF_HIDDEN void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved,
+                           wf_ctx_entry_fn entry, void *arg);
+
+/* Describe the stack of a context that already runs (a kernel thread's own
+ * stack) so sanitizers can follow switches back to it. */
+WF_HIDDEN void wf_ctx_init_current(wf_ctx_t *c, void *reserved);
+
+/* Switch from the running context (saved into from) to `to`.
+ * Returns the transfer value passed by whoever later resumes `from`. */
+WF_HIDDEN void *wf_ctx_switch(wf_ctx_t *from, wf_ctx_t *to, void *transfer);
+
+/* As wf_ctx_switch, but `from` will never be resumed (its ULT exits). */
+WF_HIDDEN _Noreturn void wf_ctx_switch_final(wf_ctx_t *from, wf_ctx_t *to, void *transfer);
+
+/* Must be the first call in an entry function, before touching the stack
+ * much: completes the sanitizer bookkeeping of the switch that started it. */
+WF_HIDDEN void wf_ctx_entered(void);
+
+#endif

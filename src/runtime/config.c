@@ -1,0 +1,174 @@
+/* Configuration: weft_config_t fields, environment variables, defaults. */
+#include <ctype.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+#define DEFAULT_STACK_SIZE (64u * 1024u)
+#define DEFAULT_SPIN_NS 50000L
+#define MAX_STACK_SIZE (1ul << 30)
+
+/* A decimal number with an optional k/K/m/M/g/G suffix (powers of 1024 when
+ * `binary`, else no suffix allowed). Returns 0 or EINVAL. */
+static int parse_num(const char *s, int binary, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s)
+		return EINVAL;
+	if (binary && *end) {
+		switch (tolower((unsigned char)*end)) {
+		case 'k':
+			v *= 1024;
+			break;
+		case 'm':
+			v *= 1024 * 1024;
+			break;
+		case 'g':
+			v *= 1024ll * 1024 * 1024;
+			break;
+		default:
+			return EINVAL;
+		}
+		end++;
+	}
+	if (*end)
+		return EINVAL;
+	*out = v;
+	return 0;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static long derived_guard_budget(void)
+{
+	long max = 65530;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1)
+			max = 65530;
+		fclose(f);
+	}
+	/* Two VMAs per guarded stack; leave half of the map count to the
+	 * program and the libraries. */
+	long n = (max - 4096) / 4;
+	return n > 0 ? n : -1;
+}
+
+int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
+{
+	weft_config_t c = *in;
+	const char *v;
+	long long n;
+
+	if (c.workers < 0 || c.workers > WF_MAX_WORKERS)
+		return EINVAL;
+	if (c.workers == 0) {
+		if ((v = env("WEFT_WORKERS"))) {
+			if (parse_num(v, 0, &n) || n < 1 || n > WF_MAX_WORKERS)
+				return EINVAL;
+			c.workers = (int)n;
+		} else {
+			cpu_set_t set;
+			c.workers = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+			if (c.workers < 1)
+				c.workers = 1;
+		}
+	}
+
+	if (c.pin < -1 || c.pin > 1)
+		return EINVAL;
+	if (c.pin == 0) {
+		c.pin = -1;
+		if ((v = env("WEFT_PIN"))) {
+			if (strcmp(v, "1") == 0)
+				c.pin = 1;
+			else if (strcmp(v, "0") != 0)
+				return EINVAL;
+		}
+	}
+
+	if (c.sched < 0 || c.sched > WEFT_SCHED_SHARE)
+		return EINVAL;
+	if (c.sched == WEFT_SCHED_DEFAULT) {
+		c.sched = WEFT_SCHED_STEAL;
+		if ((v = env("WEFT_SCHED"))) {
+			if (strcmp(v, "steal") == 0)
+				c.sched = WEFT_SCHED_STEAL;
+			else if (strcmp(v, "share") == 0)
+				c.sched = WEFT_SCHED_SHARE;
+			else
+				return EINVAL;
+		}
+	}
+
+	if (c.context < 0 || c.context > WEFT_CONTEXT_UCONTEXT)
+		return EINVAL;
+	if (c.context == WEFT_CONTEXT_DEFAULT) {
+		c.context = WEFT_CONTEXT_ASM;
+		if ((v = env("WEFT_CONTEXT"))) {
+			if (strcmp(v, "asm") == 0)
+				c.context = WEFT_CONTEXT_ASM;
+			else if (strcmp(v, "ucontext") == 0)
+				c.context = WEFT_CONTEXT_UCONTEXT;
+			else
+				return EINVAL;
+		}
+	}
+
+	if (c.stack_size == 0) {
+		c.stack_size = DEFAULT_STACK_SIZE;
+		if ((v = env("WEFT_STACK_SIZE"))) {
+			if (parse_num(v, 1, &n) || n < 0)
+				return EINVAL;
+			c.stack_size = (size_t)n;
+		}
+	}
+	if (c.stack_size < WEFT_STACK_MIN || c.stack_size > MAX_STACK_SIZE)
+		return EINVAL;
+	size_t pg = wf_page_size();
+	c.stack_size = (c.stack_size + pg - 1) & ~(pg - 1);
+
+	if (c.idle_spin_ns == 0) {
+		c.idle_spin_ns = DEFAULT_SPIN_NS;
+		if ((v = env("WEFT_IDLE_SPIN_NS"))) {
+			if (parse_num(v, 0, &n) || n < 0 || n > 1000000000LL)
+				return EINVAL;
+			c.idle_spin_ns = n == 0 ? -1 : (long)n;
+		}
+	}
+	if (c.idle_spin_ns < 0)
+		c.idle_spin_ns = -1;
+
+	if (c.guarded_stacks_max == 0) {
+		if ((v = env("WEFT_GUARDED_STACKS"))) {
+			if (parse_num(v, 0, &n) || n < 0)
+				return EINVAL;
+			c.guarded_stacks_max = n == 0 ? -1 : (long)n;
+		} else {
+			c.guarded_stacks_max = derived_guard_budget();
+		}
+	}
+	if (c.guarded_stacks_max < 0)
+		c.guarded_stacks_max = -1;
+
+	*out = c;
+	return 0;
+}
+
+int weft_config_init(weft_config_t *cfg)
+{
+	if (!cfg)
+		return EINVAL;
+	weft_config_t zero;
+	memset(&zero, 0, sizeof zero);
+	return wf_config_resolve(&zero, cfg);
+}

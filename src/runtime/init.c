@@ -1,0 +1,158 @@
+/* Starting and stopping the runtime. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "runtime/runtime.h"
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int atexit_done;
+
+static void at_exit(void)
+{
+	/* Returning from main: tear down when that is possible (the root ULT
+	 * exits the process and nobody else is alive); otherwise the kernel
+	 * ends the workers with the process. */
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current == wf_rt.root &&
+	    atomic_load_explicit(&wf_rt.live, memory_order_acquire) == 1)
+		weft_shutdown();
+}
+
+/* Make the calling kernel thread worker 0 and its caller the root ULT.
+ * Called with init_lock held. */
+static int start(const weft_config_t *c)
+{
+	wf_rt.nworkers = c->workers;
+	wf_rt.sched = c->sched;
+	wf_rt.pin = c->pin == 1;
+	wf_rt.stack_size = c->stack_size;
+	wf_rt.spin_ns = c->idle_spin_ns > 0 ? c->idle_spin_ns : 0;
+	wf_rt.guarded_max = c->guarded_stacks_max;
+	wf_ctx_backend = c->context == WEFT_CONTEXT_UCONTEXT ? WF_CTX_UCONTEXT : WF_CTX_ASM;
+	atomic_store(&wf_rt.nspinning, 0);
+	atomic_store(&wf_rt.nsleeping, 0);
+	atomic_store(&wf_rt.root_exited, 0);
+	wf_rt.global.head = wf_rt.global.tail = NULL;
+	atomic_store(&wf_rt.global_n, 0);
+
+	/* The root ULT runs on this kernel thread's own stack; its descriptor
+	 * (with room for a ucontext_t) is allocated apart. */
+	size_t reserve = wf_ctx_reserve();
+	wf_ult_t *root;
+	if (posix_memalign((void **)&root, 64, sizeof *root + reserve))
+		return ENOMEM;
+	memset(root, 0, sizeof *root + reserve);
+	root->stack_kind = WF_STACK_THREAD;
+	root->bound_worker = -1;
+	root->state = WF_RUNNING;
+	wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);
+	snprintf(root->name, sizeof root->name, "%s",
+	         getpid() == (pid_t)syscall(SYS_gettid) ? "main" : "root");
+	int e = wf_registry_add(NULL, root);
+	if (e) {
+		free(root);
+		return e;
+	}
+	wf_rt.root = root;
+	atomic_store(&wf_rt.live, 1);
+
+	if ((e = wf_stack_signals_init()) != 0)
+		goto fail;
+	atomic_store(&wf_rt.state, WF_RT_STARTING);
+	if ((e = wf_workers_start()) != 0) {
+		wf_stack_signals_fini();
+		goto fail;
+	}
+	atomic_store_explicit(&wf_rt.state, WF_RT_RUNNING, memory_order_release);
+	if (!atexit_done)
+		atexit_done = atexit(at_exit) == 0;
+	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
+		fprintf(stderr,
+		        "weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
+		        "idle_spin_ns=%ld, guarded_stacks=%ld\n",
+		        wf_rt.nworkers, wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal",
+		        wf_ctx_backend == WF_CTX_UCONTEXT ? "ucontext" : "asm", wf_rt.stack_size,
+		        wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max);
+	return 0;
+fail:
+	wf_registry_remove(NULL, root);
+	free(root);
+	wf_rt.root = NULL;
+	atomic_store(&wf_rt.state, WF_RT_OFF);
+	return e;
+}
+
+int weft_init(const weft_config_t *cfg)
+{
+	weft_config_t zero, c;
+	memset(&zero, 0, sizeof zero);
+	int e = wf_config_resolve(cfg ? cfg : &zero, &c);
+	if (e)
+		return e;
+	pthread_mutex_lock(&init_lock);
+	if (atomic_load(&wf_rt.state) != WF_RT_OFF)
+		e = EBUSY;
+	else
+		e = start(&c);
+	pthread_mutex_unlock(&init_lock);
+	return e;
+}
+
+int wf_ensure_runtime(void)
+{
+	if (likely(atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING))
+		return 0;
+	int e = weft_init(NULL);
+	if (e == EBUSY) {
+		/* Someone else is starting it; wait until it runs (or failed). */
+		while (atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_STARTING)
+			sched_yield();
+		e = atomic_load(&wf_rt.state) == WF_RT_RUNNING ? 0 : EAGAIN;
+	}
+	return e;
+}
+
+static void free_leftover(wf_ult_t *u)
+{
+	if (u == wf_rt.root)
+		return;
+	/* Every other ULT has exited (live == 1); joinable ones nobody joined
+	 * still hold a slot and a stack. */
+	WF_ASSERT(u->state == WF_EXITED);
+	wf_ult_free(NULL, u);
+}
+
+int weft_shutdown(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return EINVAL;
+	wf_ult_t *root = wf_rt.root;
+	if (!w || w->current != root)
+		return EPERM;
+	if (atomic_load_explicit(&wf_rt.live, memory_order_acquire) > 1)
+		return EBUSY;
+
+	pthread_mutex_lock(&init_lock);
+	/* Go home: the root ULT must end on the kernel thread that started it
+	 * (worker 0), which then stops being a worker. */
+	root->bound_worker = 0;
+	while ((w = wf_worker_self())->id != 0)
+		wf_block(w, root, WF_AFTER_REQUEUE);
+	atomic_store_explicit(&wf_rt.state, WF_RT_STOPPING, memory_order_release);
+	for (int i = 0; i < wf_rt.nworkers; i++)
+		wf_registry_drain_worker(wf_rt.workers[i]);
+	wf_workers_stop();
+	wf_registry_sweep(free_leftover);
+	wf_stack_global_drain();
+	wf_stack_signals_fini();
+	wf_registry_remove(NULL, root);
+	wf_rt.root = NULL;
+	free(root);
+	atomic_store(&wf_rt.live, 0);
+	atomic_store_explicit(&wf_rt.state, WF_RT_OFF, memory_order_release);
+	pthread_mutex_unlock(&init_lock);
+	return 0;
+}

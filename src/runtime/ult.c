@@ -1,0 +1,243 @@
+/* The native thread API: create, join, detach, exit, self, yield, park. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+/* First code of every ULT (through the context trampoline). */
+static void ult_entry(void *transfer, void *arg)
+{
+	wf_ctx_entered();
+	wf_after_switch(transfer);
+	wf_ult_t *u = arg;
+	u->retval = u->fn(u->arg);
+	wf_exit_current(wf_worker_self(), u);
+}
+
+void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
+{
+	wf_registry_remove(w, u);
+	wf_stack_free(w, u);
+}
+
+int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	if (!t || !fn || (attr && attr->magic_ != WF_ATTR_MAGIC))
+		return EINVAL;
+	int e = wf_ensure_runtime();
+	if (e)
+		return e;
+	int bound = attr ? attr->worker_ : -1;
+	if (bound >= wf_rt.nworkers)
+		return EINVAL;
+	size_t size = attr && attr->stacksize_ ? attr->stacksize_ : wf_rt.stack_size;
+	void *addr = attr ? attr->stackaddr_ : NULL;
+
+	wf_worker_t *w = wf_worker_self();
+	wf_ult_t *u;
+	if ((e = wf_stack_alloc(w, size, addr, &u)))
+		return e;
+	u->fn = fn;
+	u->arg = arg;
+	u->bound_worker = bound;
+	u->last_worker = -1;
+	if (attr) {
+		memcpy(u->name, attr->name_, sizeof u->name);
+		if (attr->detached_)
+			atomic_store_explicit(&u->joiner, WF_JOIN_DETACHED, memory_order_relaxed);
+	}
+	wf_ctx_make(&u->ctx, u->ctx.stack_lo, u->ctx.stack_size, u->ctx.uc, ult_entry, u);
+	if ((e = wf_registry_add(w, u))) {
+		wf_stack_free(w, u);
+		return e;
+	}
+	*t = u->id; /* before it can run: a detached ULT may be gone at once */
+	atomic_fetch_add_explicit(&wf_rt.live, 1, memory_order_relaxed);
+	wf_make_runnable(w, u, 1);
+	return 0;
+}
+
+/* Claim an exited ULT for its joiner or detacher: EXITED -> CLAIMED. */
+static int claim(wf_ult_t *u)
+{
+	uintptr_t e = WF_JOIN_EXITED;
+	return atomic_compare_exchange_strong_explicit(&u->joiner, &e, WF_JOIN_CLAIMED,
+	                                               memory_order_acq_rel, memory_order_acquire);
+}
+
+/* Would self joining u close a cycle of joins? self->joining is published
+ * first, so of two ULTs joining each other at once at least one sees it. */
+static int join_cycle(wf_ult_t *self, wf_ult_t *u)
+{
+	atomic_store_explicit(&self->joining, u, memory_order_seq_cst);
+	wf_ult_t *v = atomic_load_explicit(&u->joining, memory_order_seq_cst);
+	for (int depth = 0; v && depth < 4096; depth++) {
+		if (v == self)
+			return 1;
+		v = atomic_load_explicit(&v->joining, memory_order_seq_cst);
+	}
+	return 0;
+}
+
+static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
+{
+	if (join_cycle(self, u)) {
+		atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+		return EDEADLK;
+	}
+	uintptr_t j = atomic_load_explicit(&u->joiner, memory_order_acquire);
+	int e = 0;
+	if (j == WF_JOIN_NONE) {
+		/* Block; the next context registers us as u's joiner once we are
+		 * off our stack (sched.c, WF_AFTER_JOIN). */
+		self->join_target = u;
+		wf_block(w, self, WF_AFTER_JOIN);
+		j = self->join_seen;
+		if (j == 0)
+			j = WF_JOIN_CLAIMED; /* registered, and woken by u's exit */
+		else if (j != WF_JOIN_EXITED)
+			e = EINVAL; /* a detach or another joiner came first */
+	} else if (j != WF_JOIN_EXITED) {
+		e = EINVAL;
+	}
+	if (!e && j == WF_JOIN_EXITED && !claim(u))
+		e = EINVAL;
+	atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+	return e;
+}
+
+static int join_as_foreign(wf_ult_t *u)
+{
+	wf_parker_t *p = wf_foreign_parker();
+	atomic_store_explicit(&p->state, WF_PARK_EMPTY, memory_order_relaxed);
+	uintptr_t e = WF_JOIN_NONE;
+	if (atomic_compare_exchange_strong_explicit(&u->joiner, &e, (uintptr_t)p | 1,
+	                                            memory_order_acq_rel, memory_order_acquire)) {
+		while (atomic_load_explicit(&p->state, memory_order_acquire) != WF_PARK_NOTIFIED)
+			wf_futex_wait(&p->state, WF_PARK_EMPTY, NULL);
+		return 0;
+	}
+	return e == WF_JOIN_EXITED && claim(u) ? 0 : EINVAL;
+}
+
+int weft_join(weft_t t, void **ret)
+{
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return ESRCH;
+	wf_ult_t *u = wf_registry_find(t);
+	if (!u)
+		return ESRCH;
+	wf_worker_t *w = wf_worker_self();
+	wf_ult_t *self = w ? w->current : NULL;
+	if (u == self)
+		return EDEADLK;
+	int e = self ? join_as_ult(w, self, u) : join_as_foreign(u);
+	if (e)
+		return e;
+	if (ret)
+		*ret = u->retval;
+	wf_ult_free(wf_worker_self(), u);
+	return 0;
+}
+
+int weft_detach(weft_t t)
+{
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return ESRCH;
+	wf_ult_t *u = wf_registry_find(t);
+	if (!u)
+		return ESRCH;
+	uintptr_t e = WF_JOIN_NONE;
+	if (atomic_compare_exchange_strong_explicit(&u->joiner, &e, WF_JOIN_DETACHED,
+	                                            memory_order_acq_rel, memory_order_acquire))
+		return 0;
+	if (e == WF_JOIN_EXITED && claim(u)) {
+		wf_ult_free(wf_worker_self(), u);
+		return 0;
+	}
+	return EINVAL;
+}
+
+void weft_exit(void *ret)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || !w->current)
+		wf_panic("weft_exit called from a kernel thread that is not a ULT");
+	wf_ult_t *self = w->current;
+	self->retval = ret;
+	if (self == wf_rt.root)
+		atomic_store_explicit(&wf_rt.root_exited, 1, memory_order_release);
+	wf_exit_current(w, self);
+}
+
+weft_t weft_self(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w && w->current ? w->current->id : WEFT_NULL;
+}
+
+int weft_equal(weft_t a, weft_t b)
+{
+	return a == b;
+}
+
+int weft_yield(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w) {
+		sched_yield();
+		return 0;
+	}
+	wf_yield_to_next(w, w->current);
+	return 0;
+}
+
+int weft_worker_id(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w ? w->id : -1;
+}
+
+int weft_num_workers(void)
+{
+	return atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING
+	               ? wf_rt.nworkers
+	               : 0;
+}
+
+int weft_park(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || !w->current)
+		return EPERM;
+	wf_park(&w->current->parker);
+	return 0;
+}
+
+int weft_unpark(weft_t t)
+{
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return ESRCH;
+	wf_ult_t *u = wf_registry_find(t);
+	if (!u)
+		return ESRCH;
+	wf_unpark(&u->parker);
+	return 0;
+}
+
+int weft_getname(weft_t t, char *buf, size_t n)
+{
+	if (!buf)
+		return EINVAL;
+	wf_ult_t *u = wf_registry_find(t);
+	if (!u)
+		return ESRCH;
+	size_t len = strnlen(u->name, sizeof u->name);
+	if (n <= len)
+		return ERANGE;
+	memcpy(buf, u->name, len);
+	buf[len] = '\0';
+	return 0;
+}

@@ -1,0 +1,335 @@
+/* The scheduler: how ULTs get onto workers and off them again.
+ *
+ * Concepts
+ *   worker   a kernel thread (glibc pthread) that runs ULTs, one per core by
+ *            default. Worker 0 is the kernel thread that called weft_init;
+ *            the others are created by it (worker.c).
+ *   ULT      a user-level thread: a descriptor and a stack (ult.h).
+ *   loop     each worker's scheduler loop, a context of its own (loop_ctx)
+ *            that runs only when the worker has no ULT to run: it spins,
+ *            steals, and finally sleeps on a futex.
+ *
+ * Switching
+ *   A ULT that stops running (yield, park, exit) switches *directly* to the
+ *   next ULT of its worker, not through the loop: one context switch per
+ *   hand-off. Only when nothing is ready does it switch to the loop.
+ *
+ *   The ULT that switched away is still "on its stack" until the switch
+ *   completes, so it must not become visible to other workers before then -
+ *   a thief could resume it while its registers are half saved. Therefore
+ *   the leaving ULT does not queue itself: it records itself and an action
+ *   in w->prev / w->prev_action, and the context that resumes on the same
+ *   worker performs the action first thing (wf_after_switch):
+ *     REQUEUE  put it back at the tail of a run queue (yield);
+ *     PARK     commit the park: CAS parker EMPTY->PARKED, or, if an unpark
+ *              came in meanwhile (NOTIFIED), consume it and requeue;
+ *     EXIT     publish the exit to a joiner, or free a detached ULT.
+ *   Every switch hands the worker pointer to the resumed side, so resumed
+ *   code never has to trust a thread-local read cached before the switch.
+ *
+ * Run queues (runq.c)
+ *   steal (default): per-worker bounded ring + runnext slot, randomized
+ *   stealing of half a ring by idle workers; ring overflow and ULTs made
+ *   runnable by foreign threads go to the global queue, which workers check
+ *   every 61 decisions and whenever their own queue is empty.
+ *   share: one central FIFO that all workers take from (seed 000's
+ *   work-sharing design).
+ *   Bound ULTs (weft_attr_setworker) never enter a stealable queue: their
+ *   own worker keeps them in `local` (queued by itself, no atomics) or they
+ *   arrive in its `inbox` (queued by others, spinlock).
+ *
+ *   A new ULT goes to its creator's worker (runnext, so a create+join runs
+ *   the child next); a woken ULT goes to the waker's worker. If a worker is
+ *   asleep and none is spinning, one is woken to steal (wf_wake_one_idle).
+ *
+ * Idle workers (worker.c has the sleep protocol)
+ *   The loop spins for idle_spin_ns looking for work (own queues, global
+ *   queue, stealing), then announces itself asleep, checks every queue once
+ *   more, and waits on its futex. Whoever queues work checks for sleepers
+ *   after a full fence, so either the sleeper sees the work or the waker sees
+ *   the sleeper (the store-buffering pattern, both sides fenced).
+ */
+#include "sched/sched.h"
+
+#include <stdlib.h>
+
+wf_runtime_t wf_rt;
+
+static __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
+
+__attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
+{
+	return wf_tls_worker;
+}
+
+void wf_worker_set_self(wf_worker_t *w)
+{
+	wf_tls_worker = w;
+}
+
+/* Queue a ULT that is ready to run, from worker w (NULL: a foreign thread).
+ * fresh: it was just created or woken here, so it should run next. */
+void wf_make_runnable(wf_worker_t *w, wf_ult_t *u, int fresh)
+{
+	u->state = WF_RUNNABLE;
+	if (u->bound_worker >= 0) {
+		if (w && w->id == u->bound_worker) {
+			wf_fifo_push(&w->local, u);
+		} else {
+			wf_worker_t *t = wf_rt.workers[u->bound_worker];
+			wf_inbox_put(t, u);
+			wf_wake_worker(t);
+		}
+		return;
+	}
+	if (w && wf_rt.sched == WEFT_SCHED_STEAL)
+		wf_runq_put(w, u, fresh);
+	else
+		wf_global_put(u);
+	wf_wake_one_idle();
+}
+
+/* The next ready ULT for w without waiting or stealing; NULL if none.
+ * Called only by w's owner. */
+static wf_ult_t *pick_next(wf_worker_t *w)
+{
+	wf_ult_t *u;
+	uint32_t tick = ++w->tick;
+	if ((u = wf_inbox_get(w)))
+		return u;
+	if (tick % 61 == 0 && (u = wf_global_get()))
+		return u;
+	/* Alternate between the worker's bound ULTs and the shared queue so
+	 * neither starves the other. */
+	if (w->local.head && (tick & 1))
+		return wf_fifo_pop(&w->local);
+	if (wf_rt.sched == WEFT_SCHED_STEAL && (u = wf_runq_get(w)))
+		return u;
+	if ((u = wf_fifo_pop(&w->local)))
+		return u;
+	return wf_global_get();
+}
+
+/* Steal from the other workers, starting at a random one.
+ * Called only by w's owner, from its loop. */
+static wf_ult_t *steal_any(wf_worker_t *w, int take_next)
+{
+	int n = wf_rt.nworkers;
+	if (n < 2 || wf_rt.sched != WEFT_SCHED_STEAL)
+		return NULL;
+	int start = (int)(wf_rand(&w->rng) % (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		wf_worker_t *v = wf_rt.workers[(start + i) % n];
+		if (v == w)
+			continue;
+		wf_ult_t *u = wf_runq_steal(w, v, take_next);
+		if (u)
+			return u;
+	}
+	return NULL;
+}
+
+static void finish_exit(wf_worker_t *w, wf_ult_t *u)
+{
+	u->state = WF_EXITED;
+	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
+	 * detach -> CLAIMED (its owner is already known). */
+	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
+	while (!atomic_compare_exchange_weak_explicit(
+		&u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
+		memory_order_acq_rel, memory_order_acquire))
+		;
+	long left = atomic_fetch_sub_explicit(&wf_rt.live, 1, memory_order_acq_rel) - 1;
+	if (old == WF_JOIN_DETACHED) {
+		wf_ult_free(w, u);
+	} else if (old & 1) {
+		/* A foreign thread joins: its parker (thread-local, alive while
+		 * it waits) is tagged with bit 0. */
+		wf_parker_t *p = (wf_parker_t *)(old & ~(uintptr_t)1);
+		atomic_store_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_release);
+		wf_futex_wake(&p->state, 1);
+	} else if (old != WF_JOIN_NONE) {
+		/* A ULT joiner committed its block (see JOIN below): nobody else
+		 * touches it, and it does not run until we queue it. */
+		wf_make_runnable(w, (wf_ult_t *)old, 1);
+	}
+	if (left == 0 && atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire))
+		exit(0); /* the root ULT called weft_exit: the last one out ends the process */
+}
+
+/* Perform what the ULT that just switched away on w asked for.
+ * Called only by w's owner, right after every switch. */
+void wf_after_switch(wf_worker_t *w)
+{
+	wf_ult_t *p = w->prev;
+	int action = w->prev_action;
+	w->prev_action = WF_AFTER_NONE;
+	w->prev = NULL;
+	switch (action) {
+	case WF_AFTER_NONE:
+		break;
+	case WF_AFTER_REQUEUE:
+		wf_make_runnable(w, p, 0);
+		break;
+	case WF_AFTER_PARK: {
+		p->state = WF_PARKED;
+		int e = WF_PARK_EMPTY;
+		if (!atomic_compare_exchange_strong_explicit(&p->parker.state, &e, WF_PARK_PARKED,
+		                                             memory_order_acq_rel,
+		                                             memory_order_acquire)) {
+			/* An unpark arrived while we were switching: consume it. */
+			WF_ASSERT(e == WF_PARK_NOTIFIED);
+			atomic_store_explicit(&p->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
+			wf_make_runnable(w, p, 0);
+		}
+		break;
+	}
+	case WF_AFTER_JOIN: {
+		/* p wants to wait for p->join_target: register it as the joiner
+		 * now that it is off its stack. If the target exited (or a
+		 * detach/another join won the race), p runs again at once and
+		 * finds out why in join_target's joiner field. */
+		wf_ult_t *t = p->join_target;
+		uintptr_t e = WF_JOIN_NONE;
+		p->state = WF_PARKED;
+		p->join_seen = 0;
+		if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,
+		                                             memory_order_acq_rel,
+		                                             memory_order_acquire)) {
+			p->join_seen = e;
+			wf_make_runnable(w, p, 0);
+		}
+		break;
+	}
+	case WF_AFTER_EXIT:
+		finish_exit(w, p);
+		break;
+	default:
+		wf_panic("bad after-switch action %d", action);
+	}
+}
+
+static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *next)
+{
+	wf_ctx_t *to;
+	w->current = next;
+	if (next) {
+		next->state = WF_RUNNING;
+		next->last_worker = w->id;
+		to = &next->ctx;
+	} else {
+		to = &w->loop_ctx;
+	}
+	atomic_store_explicit(&w->n_switches,
+	                      atomic_load_explicit(&w->n_switches, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+	return wf_ctx_switch(from, to, w);
+}
+
+/* Switch the running ULT self away with an after-switch action, to the next
+ * ready ULT or the loop. Returns (on whichever worker resumes self) that
+ * worker. Called only by self, running on w. */
+wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
+{
+	wf_check_canary(self);
+	wf_ult_t *next = pick_next(w);
+	w->prev = self;
+	w->prev_action = action;
+	w = switch_to(w, &self->ctx, next);
+	wf_after_switch(w);
+	return w;
+}
+
+/* Yield: only if someone else is ready. Called only by self, running on w. */
+wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
+{
+	wf_ult_t *next = pick_next(w);
+	if (!next)
+		return w;
+	wf_check_canary(self);
+	w->prev = self;
+	w->prev_action = WF_AFTER_REQUEUE;
+	w = switch_to(w, &self->ctx, next);
+	wf_after_switch(w);
+	return w;
+}
+
+void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
+{
+	wf_check_canary(self);
+	wf_ult_t *next = pick_next(w);
+	w->prev = self;
+	w->prev_action = WF_AFTER_EXIT;
+	w->current = next;
+	if (next) {
+		next->state = WF_RUNNING;
+		next->last_worker = w->id;
+	}
+	wf_ctx_switch_final(&self->ctx, next ? &next->ctx : &w->loop_ctx, w);
+}
+
+/* ---- the loop: spin, steal, sleep -------------------------------------- */
+
+/* Look for work until some is found (returned) or the runtime stops (NULL).
+ * Called only by w's owner, in its loop context. */
+static wf_ult_t *find_work(wf_worker_t *w)
+{
+	for (;;) {
+		wf_ult_t *u = pick_next(w);
+		if (u)
+			return u;
+		if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_STOPPING)
+			return NULL;
+
+		/* Spin: cheap hand-offs while work keeps arriving. */
+		atomic_fetch_add_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
+		uint64_t deadline = wf_rt.spin_ns > 0 ? wf_now_ns() + (uint64_t)wf_rt.spin_ns : 0;
+		for (unsigned iter = 0; wf_rt.spin_ns > 0; iter++) {
+			u = pick_next(w);
+			if (!u)
+				u = steal_any(w, iter > 8);
+			if (u) {
+				atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
+				return u;
+			}
+			if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) ==
+			    WF_RT_STOPPING)
+				break;
+			for (int i = 0; i < 16; i++)
+				wf_cpu_relax();
+			if ((iter & 7) == 7 && wf_now_ns() > deadline)
+				break;
+		}
+		atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
+
+		/* Sleep: announce, re-check everything, then wait. */
+		atomic_store_explicit(&w->sleep_state, WF_SLEEPING, memory_order_relaxed);
+		atomic_fetch_add_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
+		u = pick_next(w);
+		if (!u)
+			u = steal_any(w, 1);
+		if (!u && atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_STOPPING) {
+			atomic_fetch_add_explicit(&w->n_sleeps, 1, memory_order_relaxed);
+			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
+			       WF_SLEEPING)
+				wf_futex_wait(&w->sleep_state, WF_SLEEPING, NULL);
+		}
+		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
+		if (u)
+			return u;
+	}
+}
+
+/* The body of every worker's loop context. Returns when the runtime stops.
+ * Called only by w's owner. */
+void wf_loop_run(wf_worker_t *w)
+{
+	for (;;) {
+		wf_ult_t *u = find_work(w);
+		if (!u)
+			return;
+		w = switch_to(w, &w->loop_ctx, u);
+		wf_after_switch(w);
+	}
+}

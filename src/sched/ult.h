@@ -1,0 +1,97 @@
+/* The ULT descriptor and the parker every blocking operation uses.
+ *
+ * A ULT's descriptor lives at the top of its own stack mapping (one mmap per
+ * ULT, or a slot in a slab; see src/stack/stack.c), so creating a ULT is one
+ * allocation, usually served from a per-worker cache without a system call.
+ *
+ * States and who owns what (see src/sched/sched.c for the protocol):
+ *
+ *   RUNNING   on exactly one worker (w->current). Owned by that worker;
+ *             the ULT itself moves out of it (yield, park, exit).
+ *   RUNNABLE  in exactly one run queue. Owned by the queue; the worker that
+ *             dequeues it moves it to RUNNING.
+ *   PARKED    in no queue; parker.state == WF_PARK_PARKED. Owned by whoever
+ *             wins the CAS PARKED->EMPTY in wf_unpark, who makes it RUNNABLE.
+ *   EXITED    its function returned; its stack is no longer used. Owned by
+ *             its joiner (or freed at once if detached).
+ *
+ * While RUNNABLE, PARKED or EXITED, nobody runs on the ULT's stack, so its
+ * saved context (ctx) may be read by whoever owns it.
+ */
+#ifndef WF_ULT_H
+#define WF_ULT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <weft.h>
+
+#include "context/context.h"
+#include "util/util.h"
+
+enum wf_ult_state { WF_RUNNING = 1, WF_RUNNABLE, WF_PARKED, WF_EXITED };
+
+/* Parker token states (wf_parker.state). */
+enum { WF_PARK_EMPTY = 0, WF_PARK_NOTIFIED = 1, WF_PARK_PARKED = 2 };
+
+/* What a blocked thread waits on: a ULT (parks in the scheduler) or a
+ * foreign kernel thread (waits on the state word as a futex). */
+typedef struct wf_parker {
+	atomic_int state;
+	int foreign; /* 1: a kernel thread that is not a worker */
+} wf_parker_t;
+
+/* Kinds of stack a ULT can have (wf_ult.stack_kind). */
+enum wf_stack_kind {
+	WF_STACK_GUARDED = 1, /* own mapping with a PROT_NONE guard page below */
+	WF_STACK_SLAB,        /* carved from a slab, no guard, canary-checked */
+	WF_STACK_USER,        /* given by weft_attr_setstack; never freed by weft */
+	WF_STACK_BARE,        /* own mapping, no guard (odd size past the budget) */
+	WF_STACK_THREAD,      /* a kernel thread's own stack (the root ULT) */
+};
+
+/* Values of wf_ult.joiner besides a joiner: a wf_ult pointer (a ULT joins)
+ * or a wf_parker pointer with bit 0 set (a foreign kernel thread joins). */
+#define WF_JOIN_NONE ((uintptr_t)0)
+#define WF_JOIN_DETACHED ((uintptr_t)2)
+#define WF_JOIN_EXITED ((uintptr_t)4)  /* exited, nobody has claimed it yet */
+#define WF_JOIN_CLAIMED ((uintptr_t)6) /* exited, and a joiner owns it */
+
+typedef struct wf_ult {
+	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */
+	struct wf_ult *next; /* link in an intrusive queue; owned by that queue */
+	weft_t id;
+	wf_parker_t parker;
+	int state;        /* enum wf_ult_state; informational (debuggers, asserts) */
+	int bound_worker; /* -1, or the only worker allowed to run it */
+	int last_worker;  /* worker that ran it last */
+	int stack_kind;
+	atomic_uintptr_t joiner;          /* WF_JOIN_* or the joiner's wf_parker */
+	_Atomic(struct wf_ult *) joining; /* the ULT this one is joining (cycle check) */
+	struct wf_ult *join_target;       /* for WF_AFTER_JOIN; owned by this ULT */
+	uintptr_t join_seen;              /* WF_AFTER_JOIN: target's joiner field
+	                                     if registering failed, else 0 */
+	void *(*fn)(void *);
+	void *arg;
+	void *retval;
+	void *map_base; /* the stack mapping (guard page included) */
+	size_t map_size;
+	unsigned valgrind_id; /* VALGRIND_STACK_REGISTER handle */
+	char name[WEFT_NAME_MAX];
+} wf_ult_t;
+
+static inline wf_ult_t *wf_ult_of_parker(wf_parker_t *p)
+{
+	return (wf_ult_t *)((char *)p - offsetof(wf_ult_t, parker));
+}
+
+/* Stack canary: the lowest usable word of every guard-less stack holds this,
+ * mixed with the descriptor address, and is checked when the ULT leaves. */
+#define WF_CANARY_MAGIC 0x5745465443414e59ull /* "WEFTCANY" */
+
+static inline uint64_t wf_canary_value(const wf_ult_t *u)
+{
+	return WF_CANARY_MAGIC ^ (uint64_t)(uintptr_t)u;
+}
+
+#endif

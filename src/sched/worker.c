@@ -1,0 +1,226 @@
+/* Workers: the kernel threads that run ULTs.
+ *
+ * Worker 0 is the kernel thread that called weft_init; its caller became the
+ * root ULT, so worker 0's loop needs a stack of its own (mmap'd here). The
+ * other workers are glibc pthreads whose loop runs on their own stack.
+ *
+ * Waking sleepers (the other half of find_work's sleep in sched.c): after
+ * queueing work, a thread issues a full fence and reads nsleeping/nspinning.
+ * If somebody sleeps and nobody spins, it wakes one sleeper: CAS its
+ * sleep_state SLEEPING -> AWAKE (so one sleeper is woken once) and
+ * futex-wake it. A spinning worker is left to find the work itself: a futex
+ * wake costs the waker a system call and the wakee tens of microseconds on
+ * this kind of machine, while a spinner picks work up within ~100 ns.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sched/sched.h"
+
+enum { LOOP_STACK_SIZE = 256 * 1024 };
+
+static cpu_set_t allowed_cpus;
+static cpu_set_t root_affinity;
+static int root_affinity_saved;
+
+void wf_wake_worker(wf_worker_t *t)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	int s = WF_SLEEPING;
+	if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) == WF_SLEEPING &&
+	    atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
+	                                            memory_order_acq_rel, memory_order_relaxed))
+		wf_futex_wake(&t->sleep_state, 1);
+}
+
+void wf_wake_one_idle(void)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&wf_rt.nsleeping, memory_order_relaxed) == 0 ||
+	    atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0)
+		return;
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *t = wf_rt.workers[i];
+		int s = WF_SLEEPING;
+		if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) == WF_SLEEPING &&
+		    atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
+		                                            memory_order_acq_rel,
+		                                            memory_order_relaxed)) {
+			wf_futex_wake(&t->sleep_state, 1);
+			return;
+		}
+	}
+}
+
+void wf_wake_all(void)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *t = wf_rt.workers[i];
+		atomic_store_explicit(&t->sleep_state, WF_AWAKE, memory_order_release);
+		wf_futex_wake(&t->sleep_state, 1);
+	}
+}
+
+/* The i-th CPU the process may use, or -1. */
+static int nth_allowed_cpu(int i)
+{
+	int n = CPU_COUNT(&allowed_cpus);
+	if (n == 0)
+		return -1;
+	i %= n;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed_cpus) && i-- == 0)
+			return c;
+	return -1;
+}
+
+static void pin_self(int worker)
+{
+	int cpu = nth_allowed_cpu(worker);
+	if (cpu < 0)
+		return;
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
+static void *worker_main(void *arg)
+{
+	wf_worker_t *w = arg;
+	wf_worker_set_self(w);
+	if (wf_rt.pin)
+		pin_self(w->id);
+	wf_stack_altstack_init(w);
+	wf_ctx_init_current(&w->loop_ctx, w->loop_uc);
+	wf_loop_run(w);
+	wf_stack_altstack_fini(w);
+	wf_worker_set_self(NULL);
+	return NULL;
+}
+
+/* Entry of worker 0's loop context (it has its own stack). */
+static void loop0_entry(void *transfer, void *arg)
+{
+	wf_ctx_entered();
+	wf_worker_t *w = transfer;
+	wf_after_switch(w);
+	wf_loop_run(w);
+	wf_panic("worker 0's loop ended while the root ULT was not on it");
+}
+
+static wf_worker_t *worker_new(int id)
+{
+	wf_worker_t *w;
+	if (posix_memalign((void **)&w, WF_CACHELINE, sizeof *w))
+		return NULL;
+	memset(w, 0, sizeof *w);
+	w->id = id;
+	w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1) ^ wf_now_ns();
+	if (!w->rng)
+		w->rng = 1;
+	size_t r = wf_ctx_reserve();
+	if (r && !(w->loop_uc = calloc(1, r))) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void worker_free(wf_worker_t *w)
+{
+	if (!w)
+		return;
+	if (w->loop_stack)
+		munmap(w->loop_stack, w->loop_stack_size);
+	free(w->loop_uc);
+	free(w);
+}
+
+/* Create all workers; the caller (becoming the root ULT, already described
+ * by wf_rt.root) turns into worker 0. Returns 0 or a positive errno. */
+int wf_workers_start(void)
+{
+	int n = wf_rt.nworkers;
+	if (sched_getaffinity(0, sizeof allowed_cpus, &allowed_cpus) != 0)
+		CPU_ZERO(&allowed_cpus);
+	wf_rt.workers = calloc((size_t)n, sizeof *wf_rt.workers);
+	if (!wf_rt.workers)
+		return ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (!(wf_rt.workers[i] = worker_new(i)))
+			goto fail_alloc;
+
+	/* Worker 0: this kernel thread, with its loop on a stack of its own. */
+	wf_worker_t *w0 = wf_rt.workers[0];
+	w0->loop_stack_size = LOOP_STACK_SIZE;
+	w0->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
+	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (w0->loop_stack == MAP_FAILED) {
+		w0->loop_stack = NULL;
+		goto fail_alloc;
+	}
+	wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc, loop0_entry,
+	            NULL);
+	if (wf_rt.pin) {
+		root_affinity_saved =
+			pthread_getaffinity_np(pthread_self(), sizeof root_affinity, &root_affinity) == 0;
+		pin_self(0);
+	}
+	wf_worker_set_self(w0);
+	w0->current = wf_rt.root;
+	wf_rt.root->last_worker = 0;
+	wf_stack_altstack_init(w0);
+
+	for (int i = 1; i < n; i++) {
+		int e = pthread_create(&wf_rt.workers[i]->thread, NULL, worker_main,
+		                       wf_rt.workers[i]);
+		if (e) {
+			/* Stop the ones already running, then undo worker 0. */
+			atomic_store(&wf_rt.state, WF_RT_STOPPING);
+			wf_wake_all();
+			for (int j = 1; j < i; j++)
+				pthread_join(wf_rt.workers[j]->thread, NULL);
+			wf_stack_altstack_fini(w0);
+			wf_worker_set_self(NULL);
+			for (int j = 0; j < n; j++)
+				worker_free(wf_rt.workers[j]);
+			free(wf_rt.workers);
+			wf_rt.workers = NULL;
+			return e == EAGAIN ? EAGAIN : ENOMEM;
+		}
+	}
+	return 0;
+
+fail_alloc:
+	for (int i = 0; i < n; i++)
+		worker_free(wf_rt.workers[i]);
+	free(wf_rt.workers);
+	wf_rt.workers = NULL;
+	return ENOMEM;
+}
+
+/* Stop every worker but 0 and free all workers. The caller is the root ULT
+ * running on worker 0 and wf_rt.state is WF_RT_STOPPING. */
+void wf_workers_stop(void)
+{
+	wf_wake_all();
+	for (int i = 1; i < wf_rt.nworkers; i++)
+		pthread_join(wf_rt.workers[i]->thread, NULL);
+	wf_worker_t *w0 = wf_rt.workers[0];
+	wf_stack_altstack_fini(w0);
+	if (root_affinity_saved) {
+		pthread_setaffinity_np(pthread_self(), sizeof root_affinity, &root_affinity);
+		root_affinity_saved = 0;
+	}
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_stack_cache_drain(wf_rt.workers[i]);
+		worker_free(wf_rt.workers[i]);
+	}
+	wf_worker_set_self(NULL);
+	free(wf_rt.workers);
+	wf_rt.workers = NULL;
+}

@@ -1,0 +1,362 @@
+/* ULT stacks: one mapping per ULT holding the stack and, at its top, the
+ * descriptor (and the ucontext_t of the ucontext backend):
+ *
+ *   map_base                                                   map_base+map_size
+ *   | guard page | canary | ......... stack grows down ......... | uc | wf_ult |
+ *     PROT_NONE   stack_lo                                  stack_hi
+ *
+ * Guard pages cost one VMA each (two per stack: the guard and the rest), and
+ * Linux allows vm.max_map_count (65,530 by default) per process. So at most
+ * wf_rt.guarded_max stacks get a guard; past that, stacks are carved from
+ * slabs of SLAB_STACKS without guards. Every stack that is not a kernel
+ * thread's has a canary at its lowest word, checked whenever its ULT
+ * switches away; guarded stacks also report a guard-page hit from a SIGSEGV
+ * handler running on a per-worker signal stack. Both name the ULT, then abort.
+ *
+ * Freed default-size stacks go to the worker's cache (no locks, no system
+ * calls), then to a global cache; guarded ones past GLOBAL_CACHE_MAX are
+ * unmapped, slab ones stay (their pages are given back with MADV_DONTNEED).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sched/sched.h"
+
+#if WEFT_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+#else
+#define VALGRIND_STACK_REGISTER(lo, hi) 0u
+#define VALGRIND_STACK_DEREGISTER(id) ((void)(id))
+#endif
+
+enum { SLAB_STACKS = 64, GLOBAL_CACHE_MAX = 4096, CACHE_BATCH = WF_STACK_CACHE / 2 };
+
+static size_t page_size;
+static atomic_long guarded_live; /* guarded mappings alive, cached ones included */
+
+/* Global cache of default-size stacks, and the current slab. */
+static wf_spinlock_t global_lock;
+static wf_ult_t *global_cache; /* linked through ->next */
+static long global_n;
+static char *slab_cur;
+static size_t slab_left;
+
+size_t wf_page_size(void)
+{
+	if (!page_size)
+		page_size = (size_t)sysconf(_SC_PAGESIZE);
+	return page_size;
+}
+
+/* Lay out descriptor, backend reserve, canary in [base, base+size).
+ * guard: bytes of guard page at the bottom. */
+static wf_ult_t *layout(char *base, size_t size, size_t guard, int kind)
+{
+	uintptr_t top = (uintptr_t)base + size;
+	wf_ult_t *u = (wf_ult_t *)((top - sizeof(wf_ult_t)) & ~(uintptr_t)63);
+	size_t reserve = wf_ctx_reserve();
+	uintptr_t hi = ((uintptr_t)u - reserve) & ~(uintptr_t)63;
+	memset(u, 0, sizeof *u);
+	u->map_base = base;
+	u->map_size = size;
+	u->stack_kind = kind;
+	u->ctx.stack_lo = base + guard;
+	u->ctx.stack_size = hi - (uintptr_t)(base + guard);
+	u->ctx.uc = reserve ? (ucontext_t *)hi : NULL;
+	u->valgrind_id = VALGRIND_STACK_REGISTER(u->ctx.stack_lo, (char *)hi);
+	return u;
+}
+
+/* A cached stack is reused: clear the descriptor but keep the layout. */
+static wf_ult_t *reuse(wf_ult_t *u)
+{
+	void *base = u->map_base;
+	size_t size = u->map_size;
+	int kind = u->stack_kind;
+	wf_ctx_t ctx = u->ctx;
+	unsigned vg = u->valgrind_id;
+	memset(u, 0, sizeof *u);
+	u->map_base = base;
+	u->map_size = size;
+	u->stack_kind = kind;
+	u->ctx.stack_lo = ctx.stack_lo;
+	u->ctx.stack_size = ctx.stack_size;
+	u->ctx.uc = ctx.uc;
+	u->valgrind_id = vg;
+	return u;
+}
+
+static wf_ult_t *map_guarded(size_t size)
+{
+	size_t g = wf_page_size();
+	char *p = mmap(NULL, size + g, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (mprotect(p, g, PROT_NONE) != 0) {
+		munmap(p, size + g);
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&guarded_live, 1, memory_order_relaxed);
+	return layout(p, size + g, g, WF_STACK_GUARDED);
+}
+
+static wf_ult_t *map_bare(size_t size)
+{
+	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	return p == MAP_FAILED ? NULL : layout(p, size, 0, WF_STACK_BARE);
+}
+
+/* One stack from the current slab (a new slab if it is used up).
+ * Called with global_lock held. */
+static wf_ult_t *carve_slab(size_t size)
+{
+	if (slab_left < size) {
+		char *p = mmap(NULL, size * SLAB_STACKS, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		slab_cur = p;
+		slab_left = size * SLAB_STACKS;
+	}
+	char *base = slab_cur;
+	slab_cur += size;
+	slab_left -= size;
+	return layout(base, size, 0, WF_STACK_SLAB);
+}
+
+static int guard_budget_left(void)
+{
+	return wf_rt.guarded_max > 0 &&
+	       atomic_load_explicit(&guarded_live, memory_order_relaxed) < wf_rt.guarded_max;
+}
+
+int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, wf_ult_t **out)
+{
+	wf_ult_t *u = NULL;
+	if (user_addr) {
+		u = layout(user_addr, size, 0, WF_STACK_USER);
+		goto done;
+	}
+	if (size == wf_rt.stack_size) {
+		if (w && w->nstacks > 0) {
+			u = reuse(w->stack_cache[--w->nstacks]);
+			goto done;
+		}
+		wf_spin_lock(&global_lock);
+		/* Refill the worker's cache in one go so the lock is rare. */
+		while (global_cache && w && w->nstacks < CACHE_BATCH) {
+			w->stack_cache[w->nstacks++] = global_cache;
+			global_cache = global_cache->next;
+			global_n--;
+		}
+		if (w && w->nstacks > 0) {
+			wf_spin_unlock(&global_lock);
+			u = reuse(w->stack_cache[--w->nstacks]);
+			goto done;
+		}
+		if (!w && global_cache) {
+			u = global_cache;
+			global_cache = u->next;
+			global_n--;
+			wf_spin_unlock(&global_lock);
+			u = reuse(u);
+			goto done;
+		}
+		if (!guard_budget_left()) {
+			u = carve_slab(size);
+			wf_spin_unlock(&global_lock);
+			if (!u)
+				return ENOMEM;
+			goto done;
+		}
+		wf_spin_unlock(&global_lock);
+	}
+	u = guard_budget_left() ? map_guarded(size) : map_bare(size);
+	if (!u)
+		return errno == ENOMEM ? ENOMEM : EAGAIN;
+done:
+	*(uint64_t *)u->ctx.stack_lo = wf_canary_value(u);
+	*out = u;
+	return 0;
+}
+
+static void unmap(wf_ult_t *u)
+{
+	VALGRIND_STACK_DEREGISTER(u->valgrind_id);
+	if (u->stack_kind == WF_STACK_GUARDED)
+		atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_relaxed);
+	munmap(u->map_base, u->map_size);
+}
+
+/* Put a stack on the global cache, or give it back. A slab stack cannot be
+ * unmapped alone while its neighbours live, so past the cache's size it is
+ * kept with its memory returned (MADV_DONTNEED) - before it is published on
+ * the list, where another worker may take it at once. */
+static void release_global(wf_ult_t *u)
+{
+	int slab = u->stack_kind == WF_STACK_SLAB;
+	wf_spin_lock(&global_lock);
+	int full = global_n >= GLOBAL_CACHE_MAX;
+	wf_spin_unlock(&global_lock);
+	if (full && !slab) {
+		unmap(u);
+		return;
+	}
+	if (full)
+		madvise(u->ctx.stack_lo, u->ctx.stack_size - wf_page_size(), MADV_DONTNEED);
+	wf_spin_lock(&global_lock);
+	u->next = global_cache;
+	global_cache = u;
+	global_n++;
+	wf_spin_unlock(&global_lock);
+}
+
+void wf_stack_free(wf_worker_t *w, wf_ult_t *u)
+{
+	switch (u->stack_kind) {
+	case WF_STACK_USER:
+		VALGRIND_STACK_DEREGISTER(u->valgrind_id);
+		return;
+	case WF_STACK_THREAD:
+		free(u);
+		return;
+	case WF_STACK_BARE:
+		unmap(u);
+		return;
+	}
+	if (u->map_size != wf_rt.stack_size + (u->stack_kind == WF_STACK_GUARDED ? wf_page_size() : 0)) {
+		WF_ASSERT(u->stack_kind == WF_STACK_GUARDED);
+		unmap(u);
+		return;
+	}
+	if (w && w->nstacks < WF_STACK_CACHE) {
+		w->stack_cache[w->nstacks++] = u;
+		return;
+	}
+	release_global(u);
+}
+
+void wf_stack_cache_drain(wf_worker_t *w)
+{
+	while (w->nstacks > 0)
+		release_global(w->stack_cache[--w->nstacks]);
+}
+
+/* Give back every cached stack and the rest of the current slab (at
+ * shutdown, when no ULT uses any of them). Slab stacks are unmapped one by
+ * one: Linux allows unmapping part of a mapping. */
+void wf_stack_global_drain(void)
+{
+	wf_spin_lock(&global_lock);
+	wf_ult_t *u = global_cache;
+	while (u) {
+		wf_ult_t *next = u->next;
+		unmap(u);
+		u = next;
+	}
+	global_cache = NULL;
+	global_n = 0;
+	if (slab_left)
+		munmap(slab_cur, slab_left);
+	slab_cur = NULL;
+	slab_left = 0;
+	wf_spin_unlock(&global_lock);
+}
+
+/* ---- reports ------------------------------------------------------------ */
+
+static void report(const char *fmt, wf_ult_t *u, const void *addr)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, fmt, (unsigned long long)u->id,
+	                 u->name[0] ? u->name : "", addr, u->ctx.stack_lo,
+	                 (char *)u->ctx.stack_lo + u->ctx.stack_size);
+	if (n > 0) {
+		ssize_t r = write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf);
+		(void)r;
+	}
+}
+
+void wf_stack_canary_fail(wf_ult_t *u)
+{
+
+	report("weft: fatal: ULT %llu \"%s\" overflowed its stack: canary smashed at %p "
+	       "(stack %p-%p)\n",
+	       u, u->ctx.stack_lo);
+	abort();
+}
+
+static struct sigaction old_segv;
+static int segv_installed;
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	wf_worker_t *w = wf_worker_self();
+	wf_ult_t *u = w ? w->current : NULL;
+	char *a = si->si_addr;
+	if (u && u->stack_kind == WF_STACK_GUARDED && a >= (char *)u->map_base - 65536 &&
+	    a < (char *)u->ctx.stack_lo) {
+		report("weft: fatal: ULT %llu \"%s\" overflowed its stack: guard page hit at %p "
+		       "(stack %p-%p)\n",
+		       u, a);
+		signal(SIGABRT, SIG_DFL);
+		abort();
+	}
+	/* Not ours: let the previous handler (or the default action) have the
+	 * fault when the instruction runs again. */
+	sigaction(SIGSEGV, &old_segv, NULL);
+	(void)sig;
+	(void)uc;
+}
+
+int wf_stack_signals_init(void)
+{
+	if (segv_installed)
+		return 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &old_segv) != 0)
+		return errno;
+	segv_installed = 1;
+	return 0;
+}
+
+void wf_stack_signals_fini(void)
+{
+	if (segv_installed) {
+		sigaction(SIGSEGV, &old_segv, NULL);
+		segv_installed = 0;
+	}
+}
+
+int wf_stack_altstack_init(wf_worker_t *w)
+{
+	size_t n = 64 * 1024;
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return ENOMEM;
+	stack_t ss = {.ss_sp = p, .ss_size = n, .ss_flags = 0};
+	if (sigaltstack(&ss, &w->old_altstack) != 0) {
+		munmap(p, n);
+		return errno;
+	}
+	w->altstack = p;
+	return 0;
+}
+
+void wf_stack_altstack_fini(wf_worker_t *w)
+{
+	if (!w->altstack)
+		return;
+	sigaltstack(&w->old_altstack, NULL);
+	munmap(w->altstack, 64 * 1024);
+	w->altstack = NULL;
+}

@@ -1,0 +1,106 @@
+/* Small helpers every layer uses: branch hints, CPU pause, futex calls,
+ * clocks, and wf_panic for broken internal invariants. */
+#ifndef WF_UTIL_H
+#define WF_UTIL_H
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Built with AddressSanitizer? (gcc defines the macro, clang has the feature) */
+#if defined(__SANITIZE_ADDRESS__)
+#define WF_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WF_ASAN 1
+#endif
+#endif
+#ifndef WF_ASAN
+#define WF_ASAN 0
+#endif
+
+#define WF_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define WF_CACHELINE 64
+#define WF_ALIGNED_CL __attribute__((aligned(WF_CACHELINE)))
+
+/* Abort naming the function and the broken invariant. Never for user input. */
+WF_HIDDEN _Noreturn void wf_panic_at(const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define wf_panic(...) wf_panic_at(__func__, __VA_ARGS__)
+#define WF_ASSERT(cond)                                                        \
+	do {                                                                   \
+		if (unlikely(!(cond)))                                         \
+			wf_panic("invariant violated: %s", #cond);             \
+	} while (0)
+
+static inline void wf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* Internal syscall wrappers return -errno; the sign flips once, at the API. */
+static inline int wf_futex_wait(atomic_int *addr, int expected, const struct timespec *rel)
+{
+	long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, rel, NULL, 0);
+	return r == 0 ? 0 : -errno;
+}
+
+static inline int wf_futex_wake(atomic_int *addr, int n)
+{
+	long r = syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	return r >= 0 ? (int)r : -errno;
+}
+
+static inline uint64_t wf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A tiny test-and-test-and-set spinlock for short internal critical sections
+ * (queue overflow, slot free lists). Never held across a context switch. */
+typedef struct {
+	atomic_int locked;
+} wf_spinlock_t;
+
+static inline void wf_spin_lock(wf_spinlock_t *l)
+{
+	for (;;) {
+		if (!atomic_exchange_explicit(&l->locked, 1, memory_order_acquire))
+			return;
+		while (atomic_load_explicit(&l->locked, memory_order_relaxed))
+			wf_cpu_relax();
+	}
+}
+
+static inline void wf_spin_unlock(wf_spinlock_t *l)
+{
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
+}
+
+/* xorshift64*: cheap per-worker randomness for victim selection. */
+static inline uint64_t wf_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+#endif
