@@ -16,7 +16,7 @@ static void at_exit(void)
 	 * ends the workers with the process. */
 	wf_worker_t *w = wf_worker_self();
 	if (w && w->current == wf_rt.root &&
-	    atomic_load_explicit(&wf_rt.live, memory_order_acquire) == 1)
+	    wf_live() == 0)
 		weft_shutdown();
 }
 
@@ -56,7 +56,7 @@ static int start(const weft_config_t *c)
 		return e;
 	}
 	wf_rt.root = root;
-	atomic_store(&wf_rt.live, 1);
+	atomic_store(&wf_rt.foreign_created, 0);
 
 	if ((e = wf_stack_signals_init()) != 0)
 		goto fail;
@@ -118,7 +118,7 @@ static void free_leftover(wf_ult_t *u)
 {
 	if (u == wf_rt.root)
 		return;
-	/* Every other ULT has exited (live == 1); joinable ones nobody joined
+	/* Every other ULT has exited (wf_live() == 0); joinable ones nobody joined
 	 * still hold a slot and a stack. */
 	WF_ASSERT(u->state == WF_EXITED);
 	wf_ult_free(NULL, u);
@@ -132,7 +132,7 @@ int weft_shutdown(void)
 	wf_ult_t *root = wf_rt.root;
 	if (!w || w->current != root)
 		return EPERM;
-	if (atomic_load_explicit(&wf_rt.live, memory_order_acquire) > 1)
+	if (wf_live() > 0)
 		return EBUSY;
 
 	pthread_mutex_lock(&init_lock);
@@ -151,7 +151,6 @@ int weft_shutdown(void)
 	wf_registry_remove(NULL, root);
 	wf_rt.root = NULL;
 	free(root);
-	atomic_store(&wf_rt.live, 0);
 	atomic_store_explicit(&wf_rt.state, WF_RT_OFF, memory_order_release);
 	pthread_mutex_unlock(&init_lock);
 	return 0;

@@ -54,8 +54,11 @@ int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *a
 		return e;
 	}
 	*t = u->id; /* before it can run: a detached ULT may be gone at once */
-	atomic_fetch_add_explicit(&wf_rt.live, 1, memory_order_relaxed);
-	wf_make_runnable(w, u, 1);
+	if (w)
+		__atomic_store_n(&w->created, w->created + 1, __ATOMIC_RELEASE);
+	else
+		atomic_fetch_add_explicit(&wf_rt.foreign_created, 1, memory_order_acq_rel);
+	wf_make_runnable(w, u);
 	return 0;
 }
 

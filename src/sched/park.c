@@ -81,7 +81,7 @@ void wf_unpark(wf_parker_t *p)
 				if (p->foreign)
 					wf_futex_wake(&p->state, 1);
 				else
-					wf_make_runnable(wf_worker_self(), wf_ult_of_parker(p), 1);
+					wf_make_runnable(wf_worker_self(), wf_ult_of_parker(p));
 				return;
 			}
 			break;

@@ -1,23 +1,35 @@
 /* Run queues.
  *
- * Per worker (steal scheduler): a bounded ring of WF_RUNQ_SIZE slots plus a
- * one-slot `runnext`, in the style of Go's per-P run queue. Only the owner
- * writes `tail` (single producer); the owner and thieves consume from `head`
- * with a CAS, so a steal never blocks the owner. When the ring is full, half
- * of it moves to the global queue. Thieves take half of a victim's ring at
- * once, which keeps stealing rare once work is spread.
+ * Per worker (steal scheduler): a Chase-Lev work-stealing deque on a fixed
+ * ring of WF_RUNQ_SIZE slots. The owner pushes and pops at the bottom
+ * (LIFO: a ULT just created or woken runs next, and fork-join programs run
+ * depth-first, so few stacks are alive at once); thieves take from the top
+ * (the oldest entry, in fork-join the biggest piece of work). A full ring
+ * sends further pushes to the global queue.
  *
- * Memory ordering: a slot is written (relaxed) before the release store of
- * `tail` that publishes it; consumers load `tail` with acquire before reading
- * slots, and confirm what they read with a CAS on `head` (release, so that
- * the owner does not overwrite a slot a thief is still copying).
+ * Ordering (Lê, Pop, Cohen, Zappa Nardelli, "Correct and Efficient
+ * Work-Stealing for Weak Memory Models", 2013): the owner's pop publishes the
+ * smaller bottom with a sequentially consistent exchange before it reads top;
+ * a thief reads top, then bottom, both seq_cst, and claims its slot with a
+ * CAS on top. Only when a single entry is left do owner and thief race, and
+ * the CAS on top decides. The exchange replaces the paper's fence: one
+ * locked instruction either way, and pushes need none.
  *
- * Global queue: a spinlock-protected FIFO. Inbox: a spinlock-protected FIFO
- * per worker for ULTs bound to it that other threads make runnable.
+ * A thief leaves a victim's single queued ULT alone until it has seen it
+ * there on STEAL_PATIENCE consecutive scans: that ULT is most likely the one
+ * its worker will run next (a child about to be joined, a partner just
+ * woken), and stealing it would turn a same-core hand-off into a cross-core
+ * one.
+ *
+ * Global queue: a spinlock-protected FIFO - the central ready queue of the
+ * share scheduler, and overflow / foreign-thread / yield queue of the steal
+ * scheduler. Inbox: a spinlock-protected FIFO per worker for ULTs bound to it
+ * that other threads make runnable.
  */
 #include "sched/sched.h"
 
 #define RUNQ_MASK (WF_RUNQ_SIZE - 1)
+#define STEAL_PATIENCE 4
 
 void wf_global_put(wf_ult_t *u)
 {
@@ -59,126 +71,73 @@ wf_ult_t *wf_inbox_get(wf_worker_t *w)
 	return u;
 }
 
-/* Ring full: move half of it and u to the global queue. Returns 0 if a
- * thief changed head meanwhile (the caller retries the fast path).
- * Called only by the owner. */
-static int runq_put_slow(wf_worker_t *w, wf_ult_t *u, unsigned h, unsigned t)
+/* Push u at the bottom of w's deque. Called only by the owning worker. */
+void wf_runq_put(wf_worker_t *w, wf_ult_t *u)
 {
-	enum { N = WF_RUNQ_SIZE / 2 };
-	wf_ult_t *batch[N + 1];
-	for (unsigned i = 0; i < N; i++)
-		batch[i] = atomic_load_explicit(&w->ring[(h + i) & RUNQ_MASK],
-		                                memory_order_relaxed);
-	if (!atomic_compare_exchange_strong_explicit(&w->head, &h, h + N, memory_order_release,
-	                                             memory_order_relaxed))
-		return 0;
-	batch[N] = u;
-	wf_spin_lock(&wf_rt.global_lock);
-	for (unsigned i = 0; i <= N; i++)
-		wf_fifo_push(&wf_rt.global, batch[i]);
-	atomic_fetch_add_explicit(&wf_rt.global_n, N + 1, memory_order_relaxed);
-	wf_spin_unlock(&wf_rt.global_lock);
-	(void)t;
-	return 1;
+	long b = atomic_load_explicit(&w->bottom, memory_order_relaxed);
+	long t = atomic_load_explicit(&w->top, memory_order_acquire);
+	if (unlikely(b - t >= WF_RUNQ_SIZE)) {
+		wf_global_put(u);
+		return;
+	}
+	atomic_store_explicit(&w->ring[b & RUNQ_MASK], u, memory_order_relaxed);
+	atomic_store_explicit(&w->bottom, b + 1, memory_order_release);
 }
 
-/* Queue u on w. next: u runs before the ring (it was just created or woken
- * here); whatever held runnext moves to the ring's tail.
- * Called only by the owning worker. */
-void wf_runq_put(wf_worker_t *w, wf_ult_t *u, int next)
-{
-	if (next) {
-		u = atomic_exchange_explicit(&w->runnext, u, memory_order_acq_rel);
-		if (!u)
-			return;
-	}
-	for (;;) {
-		unsigned h = atomic_load_explicit(&w->head, memory_order_acquire);
-		unsigned t = atomic_load_explicit(&w->tail, memory_order_relaxed);
-		if (t - h < WF_RUNQ_SIZE) {
-			atomic_store_explicit(&w->ring[t & RUNQ_MASK], u, memory_order_relaxed);
-			atomic_store_explicit(&w->tail, t + 1, memory_order_release);
-			return;
-		}
-		if (runq_put_slow(w, u, h, t))
-			return;
-	}
-}
-
-/* Next ULT from w's own queue. Called only by the owning worker. */
+/* Pop from the bottom of w's deque. Called only by the owning worker. */
 wf_ult_t *wf_runq_get(wf_worker_t *w)
 {
-	wf_ult_t *u = atomic_load_explicit(&w->runnext, memory_order_relaxed);
-	if (u && atomic_compare_exchange_strong_explicit(&w->runnext, &u, NULL,
-	                                                 memory_order_acquire,
-	                                                 memory_order_relaxed))
-		return u;
-	for (;;) {
-		unsigned h = atomic_load_explicit(&w->head, memory_order_acquire);
-		unsigned t = atomic_load_explicit(&w->tail, memory_order_relaxed);
-		if (t == h)
-			return NULL;
-		u = atomic_load_explicit(&w->ring[h & RUNQ_MASK], memory_order_relaxed);
-		if (atomic_compare_exchange_strong_explicit(&w->head, &h, h + 1,
-		                                            memory_order_release,
-		                                            memory_order_relaxed))
-			return u;
+	long b = atomic_load_explicit(&w->bottom, memory_order_relaxed);
+	long t = atomic_load_explicit(&w->top, memory_order_relaxed);
+	if (b <= t)
+		return NULL; /* empty; thieves only ever make it emptier */
+	b--;
+	atomic_exchange_explicit(&w->bottom, b, memory_order_seq_cst);
+	t = atomic_load_explicit(&w->top, memory_order_seq_cst);
+	if (t > b) {
+		atomic_store_explicit(&w->bottom, b + 1, memory_order_relaxed);
+		return NULL;
 	}
+	wf_ult_t *u = atomic_load_explicit(&w->ring[b & RUNQ_MASK], memory_order_relaxed);
+	if (t == b) {
+		/* The last one: race the thieves for it. */
+		if (!atomic_compare_exchange_strong_explicit(&w->top, &t, t + 1,
+		                                             memory_order_seq_cst,
+		                                             memory_order_relaxed))
+			u = NULL;
+		atomic_store_explicit(&w->bottom, b + 1, memory_order_relaxed);
+	}
+	return u;
 }
 
 int wf_runq_empty(wf_worker_t *w)
 {
-	unsigned h = atomic_load_explicit(&w->head, memory_order_acquire);
-	unsigned t = atomic_load_explicit(&w->tail, memory_order_acquire);
-	return h == t && atomic_load_explicit(&w->runnext, memory_order_acquire) == NULL;
+	return atomic_load_explicit(&w->bottom, memory_order_seq_cst) <=
+	       atomic_load_explicit(&w->top, memory_order_seq_cst);
 }
 
-/* Take about half of victim's ring into w's ring and return one ULT to run.
- * take_next: also take victim's runnext when its ring is empty (a thief
- * does that only after spinning a while, so a ULT that was just woken by
- * its partner usually stays on the partner's worker).
- * Called by w's owner; victim is any other worker. */
-wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int take_next)
+/* Take the oldest ULT of victim's deque. patient: take a single queued ULT
+ * at once (the thief is about to sleep). Called by w's owner. */
+wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int patient)
 {
-	unsigned wt = atomic_load_explicit(&w->tail, memory_order_relaxed);
-	unsigned n;
-	for (;;) {
-		unsigned h = atomic_load_explicit(&victim->head, memory_order_acquire);
-		unsigned t = atomic_load_explicit(&victim->tail, memory_order_acquire);
-		n = t - h;
-		n = n - n / 2;
-		if (n == 0) {
-			if (!take_next)
-				return NULL;
-			wf_ult_t *u = atomic_load_explicit(&victim->runnext, memory_order_relaxed);
-			if (u && atomic_compare_exchange_strong_explicit(&victim->runnext, &u, NULL,
-			                                                 memory_order_acquire,
-			                                                 memory_order_relaxed))
-				return u;
+	long t = atomic_load_explicit(&victim->top, memory_order_seq_cst);
+	long b = atomic_load_explicit(&victim->bottom, memory_order_seq_cst);
+	if (t >= b)
+		return NULL;
+	if (b - t == 1 && !patient) {
+		/* Leave a lone fresh entry to its owner for a while. */
+		if (w->seen_top[victim->id & (WF_SEEN_MAX - 1)] != t + 1) {
+			w->seen_top[victim->id & (WF_SEEN_MAX - 1)] = t + 1;
+			w->seen_count = 0;
 			return NULL;
 		}
-		if (n > WF_RUNQ_SIZE / 2)
-			continue; /* read an inconsistent head/tail pair: retry */
-		for (unsigned i = 0; i < n; i++) {
-			wf_ult_t *u = atomic_load_explicit(&victim->ring[(h + i) & RUNQ_MASK],
-			                                   memory_order_relaxed);
-			atomic_store_explicit(&w->ring[(wt + i) & RUNQ_MASK], u,
-			                      memory_order_relaxed);
-		}
-		if (atomic_compare_exchange_strong_explicit(&victim->head, &h, h + n,
-		                                            memory_order_release,
-		                                            memory_order_relaxed))
-			break;
+		if (++w->seen_count < STEAL_PATIENCE)
+			return NULL;
 	}
-	/* The last stolen one runs now; the others are published in w's ring. */
-	n--;
-	wf_ult_t *u = atomic_load_explicit(&w->ring[(wt + n) & RUNQ_MASK], memory_order_relaxed);
-	if (n == 0)
-		return u;
-	unsigned h = atomic_load_explicit(&w->head, memory_order_acquire);
-	if (wt - h + n >= WF_RUNQ_SIZE)
-		wf_panic("stolen batch overflows the thief's ring (%u queued)", wt - h);
-	atomic_store_explicit(&w->tail, wt + n, memory_order_release);
+	wf_ult_t *u = atomic_load_explicit(&victim->ring[t & RUNQ_MASK], memory_order_relaxed);
+	if (!atomic_compare_exchange_strong_explicit(&victim->top, &t, t + 1, memory_order_seq_cst,
+	                                             memory_order_relaxed))
+		return NULL; /* lost to the owner or another thief */
 	atomic_fetch_add_explicit(&w->n_steals, 1, memory_order_relaxed);
 	return u;
 }

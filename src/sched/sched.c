@@ -68,8 +68,9 @@ void wf_worker_set_self(wf_worker_t *w)
 }
 
 /* Queue a ULT that is ready to run, from worker w (NULL: a foreign thread).
- * fresh: it was just created or woken here, so it should run next. */
-void wf_make_runnable(wf_worker_t *w, wf_ult_t *u, int fresh)
+ * On the steal scheduler it goes to the bottom of w's deque, so it runs
+ * next there unless an idle worker takes it first. */
+void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
 {
 	u->state = WF_RUNNABLE;
 	if (u->bound_worker >= 0) {
@@ -83,10 +84,37 @@ void wf_make_runnable(wf_worker_t *w, wf_ult_t *u, int fresh)
 		return;
 	}
 	if (w && wf_rt.sched == WEFT_SCHED_STEAL)
-		wf_runq_put(w, u, fresh);
+		wf_runq_put(w, u);
 	else
 		wf_global_put(u);
 	wf_wake_one_idle();
+}
+
+/* Queue a ULT that yielded: behind everything ready, where any worker may
+ * take it (the deque's bottom would hand it straight back). */
+static void requeue_yielded(wf_worker_t *w, wf_ult_t *u)
+{
+	u->state = WF_RUNNABLE;
+	if (u->bound_worker == w->id) {
+		wf_fifo_push(&w->local, u);
+	} else if (u->bound_worker >= 0) {
+		wf_make_runnable(w, u);
+	} else {
+		wf_global_put(u);
+		wf_wake_one_idle();
+	}
+}
+
+long wf_live(void)
+{
+	long n = atomic_load_explicit(&wf_rt.foreign_created, memory_order_acquire);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *w = wf_rt.workers[i];
+		n += __atomic_load_n(&w->created, __ATOMIC_ACQUIRE) -
+		     __atomic_load_n(&w->exited, __ATOMIC_ACQUIRE);
+	}
+	return n;
 }
 
 /* The next ready ULT for w without waiting or stealing; NULL if none.
@@ -112,7 +140,7 @@ static wf_ult_t *pick_next(wf_worker_t *w)
 
 /* Steal from the other workers, starting at a random one.
  * Called only by w's owner, from its loop. */
-static wf_ult_t *steal_any(wf_worker_t *w, int take_next)
+static wf_ult_t *steal_any(wf_worker_t *w, int patient)
 {
 	int n = wf_rt.nworkers;
 	if (n < 2 || wf_rt.sched != WEFT_SCHED_STEAL)
@@ -122,7 +150,7 @@ static wf_ult_t *steal_any(wf_worker_t *w, int take_next)
 		wf_worker_t *v = wf_rt.workers[(start + i) % n];
 		if (v == w)
 			continue;
-		wf_ult_t *u = wf_runq_steal(w, v, take_next);
+		wf_ult_t *u = wf_runq_steal(w, v, patient);
 		if (u)
 			return u;
 	}
@@ -139,7 +167,8 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 		&u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
 		memory_order_acq_rel, memory_order_acquire))
 		;
-	long left = atomic_fetch_sub_explicit(&wf_rt.live, 1, memory_order_acq_rel) - 1;
+	if (u != wf_rt.root) /* the root was not made by weft_create */
+		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 	if (old == WF_JOIN_DETACHED) {
 		wf_ult_free(w, u);
 	} else if (old & 1) {
@@ -148,12 +177,14 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 		wf_parker_t *p = (wf_parker_t *)(old & ~(uintptr_t)1);
 		atomic_store_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_release);
 		wf_futex_wake(&p->state, 1);
-	} else if (old != WF_JOIN_NONE) {
+	} else if (old != WF_JOIN_NONE && (wf_ult_t *)old != w->current) {
 		/* A ULT joiner committed its block (see JOIN below): nobody else
-		 * touches it, and it does not run until we queue it. */
-		wf_make_runnable(w, (wf_ult_t *)old, 1);
+		 * touches it, and it does not run until we queue it. (If it is
+		 * w->current, the exiting ULT handed its worker straight to it.) */
+		wf_make_runnable(w, (wf_ult_t *)old);
 	}
-	if (left == 0 && atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire))
+	if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&
+	    wf_live() == 0)
 		exit(0); /* the root ULT called weft_exit: the last one out ends the process */
 }
 
@@ -169,7 +200,7 @@ void wf_after_switch(wf_worker_t *w)
 	case WF_AFTER_NONE:
 		break;
 	case WF_AFTER_REQUEUE:
-		wf_make_runnable(w, p, 0);
+		requeue_yielded(w, p);
 		break;
 	case WF_AFTER_PARK: {
 		p->state = WF_PARKED;
@@ -180,7 +211,7 @@ void wf_after_switch(wf_worker_t *w)
 			/* An unpark arrived while we were switching: consume it. */
 			WF_ASSERT(e == WF_PARK_NOTIFIED);
 			atomic_store_explicit(&p->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
-			wf_make_runnable(w, p, 0);
+			wf_make_runnable(w, p);
 		}
 		break;
 	}
@@ -197,7 +228,7 @@ void wf_after_switch(wf_worker_t *w)
 		                                             memory_order_acq_rel,
 		                                             memory_order_acquire)) {
 			p->join_seen = e;
-			wf_make_runnable(w, p, 0);
+			wf_make_runnable(w, p);
 		}
 		break;
 	}
@@ -257,7 +288,16 @@ wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
 void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 {
 	wf_check_canary(self);
-	wf_ult_t *next = pick_next(w);
+	/* A ULT blocked joining us is resumed right here, without a trip
+	 * through a queue: it registered itself (WF_AFTER_JOIN) and nothing but
+	 * our exit will wake it, so it is ours to run. */
+	uintptr_t j = atomic_load_explicit(&self->joiner, memory_order_acquire);
+	wf_ult_t *next;
+	if (j > WF_JOIN_CLAIMED && !(j & 1) &&
+	    (((wf_ult_t *)j)->bound_worker < 0 || ((wf_ult_t *)j)->bound_worker == w->id))
+		next = (wf_ult_t *)j;
+	else
+		next = pick_next(w);
 	w->prev = self;
 	w->prev_action = WF_AFTER_EXIT;
 	w->current = next;
@@ -269,6 +309,11 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 }
 
 /* ---- the loop: spin, steal, sleep -------------------------------------- */
+
+/* pause instructions between two scans of an idle worker (~1-2 us) */
+#ifndef SPIN_PAUSES
+#define SPIN_PAUSES 64
+#endif
 
 /* Look for work until some is found (returned) or the runtime stops (NULL).
  * Called only by w's owner, in its loop context. */
@@ -287,7 +332,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		for (unsigned iter = 0; wf_rt.spin_ns > 0; iter++) {
 			u = pick_next(w);
 			if (!u)
-				u = steal_any(w, iter > 8);
+				u = steal_any(w, 0);
 			if (u) {
 				atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
 				return u;
@@ -295,9 +340,11 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) ==
 			    WF_RT_STOPPING)
 				break;
-			for (int i = 0; i < 16; i++)
+			/* Back off between scans: every scan pulls the victims'
+			 * queue cache lines over, slowing their owners down. */
+			for (unsigned i = 0; i < SPIN_PAUSES; i++)
 				wf_cpu_relax();
-			if ((iter & 7) == 7 && wf_now_ns() > deadline)
+			if (wf_now_ns() > deadline)
 				break;
 		}
 		atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);

@@ -15,6 +15,7 @@
 #define WF_RUNQ_SIZE 256 /* per-worker stealable ring; must be a power of two */
 #define WF_SLOT_CACHE 64
 #define WF_STACK_CACHE 64
+#define WF_SEEN_MAX 64 /* victims a thief remembers (power of two) */
 
 /* What the next context must do with the ULT that just switched away
  * (wf_worker.prev). Done after the switch, once nobody runs on its stack. */
@@ -67,18 +68,19 @@ typedef struct wf_worker {
 	int nslots;
 	wf_ult_t *stack_cache[WF_STACK_CACHE]; /* freed default-size stacks */
 	int nstacks;
+	long seen_top[WF_SEEN_MAX]; /* thief: victim's top (+1) at the last scan */
+	int seen_count;             /* thief: scans that saw it unchanged */
+	long created, exited;       /* ULTs created / exited here (see wf_live) */
 	pthread_t thread;
 	stack_t old_altstack;
 
 	/* Counters, written by the owner, readable by anyone (relaxed). */
 	atomic_ulong n_switches, n_steals, n_parks, n_sleeps;
 
-	/* Stealable ring (steal scheduler): owner enqueues at tail, the owner
-	 * and thieves take from head with a CAS. runnext holds the ULT to run
-	 * next (the one just created or woken here); thieves take it last. */
-	WF_ALIGNED_CL atomic_uint head;
-	atomic_uint tail;
-	_Atomic(wf_ult_t *) runnext;
+	/* Chase-Lev deque (steal scheduler, runq.c): the owner pushes and pops
+	 * at bottom, thieves take from top. */
+	WF_ALIGNED_CL atomic_long top;
+	WF_ALIGNED_CL atomic_long bottom;
 	_Atomic(wf_ult_t *) ring[WF_RUNQ_SIZE];
 
 	/* Inbox: ULTs bound to this worker, queued by other threads. */
@@ -112,7 +114,7 @@ typedef struct wf_runtime {
 
 	WF_ALIGNED_CL atomic_int nspinning; /* workers looking for work */
 	atomic_int nsleeping;               /* workers asleep on their futex */
-	atomic_long live;                   /* ULTs created and not yet exited */
+	atomic_long foreign_created;        /* ULTs created by foreign threads */
 	atomic_int root_exited;             /* root called weft_exit */
 } wf_runtime_t;
 
@@ -129,14 +131,15 @@ WF_HIDDEN void wf_after_switch(wf_worker_t *w);
 WF_HIDDEN wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action);
 WF_HIDDEN wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self);
 WF_HIDDEN _Noreturn void wf_exit_current(wf_worker_t *w, wf_ult_t *self);
-WF_HIDDEN void wf_make_runnable(wf_worker_t *w, wf_ult_t *u, int fresh);
+WF_HIDDEN void wf_make_runnable(wf_worker_t *w, wf_ult_t *u);
+WF_HIDDEN long wf_live(void);
 WF_HIDDEN void wf_loop_run(wf_worker_t *w);
 WF_HIDDEN void wf_wake_all(void);
 
 /* Run queues (runq.c). */
-WF_HIDDEN void wf_runq_put(wf_worker_t *w, wf_ult_t *u, int next);
+WF_HIDDEN void wf_runq_put(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN wf_ult_t *wf_runq_get(wf_worker_t *w);
-WF_HIDDEN wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int take_next);
+WF_HIDDEN wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int patient);
 WF_HIDDEN int wf_runq_empty(wf_worker_t *w);
 WF_HIDDEN void wf_global_put(wf_ult_t *u);
 WF_HIDDEN wf_ult_t *wf_global_get(void);
