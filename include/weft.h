@@ -93,9 +93,9 @@ WEFT_API int weft_shutdown(void);
 
 /* Attributes. A zero-filled weft_attr_t is NOT valid; use weft_attr_init. */
 typedef struct weft_attr {
-	uint32_t magic_;  /* private */
-	int detached_;    /* private */
-	int worker_;      /* private */
+	uint32_t magic_; /* private */
+	int detached_;   /* private */
+	int worker_;     /* private */
 	size_t stacksize_;
 	void *stackaddr_;
 	char name_[WEFT_NAME_MAX];

@@ -19,7 +19,7 @@
  *    48     rbp
  *    56     return address (rip)
  *
- * A new context (made by wf_ctx_make_asm in context.c) holds the same frame
+ * A new context (made by make_asm in src/context/context.c) holds the same frame
  * with rip = wf_ctx_trampoline, r12 = entry function, r13 = its argument,
  * rbp = 0 and the default MXCSR/x87 control words.
  */
@@ -31,12 +31,25 @@
 wf_ctx_jump:
 	.cfi_startproc
 	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset rbp, 0
 	pushq %rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset rbx, 0
 	pushq %r15
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset r15, 0
 	pushq %r14
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset r14, 0
 	pushq %r13
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset r13, 0
 	pushq %r12
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset r12, 0
 	leaq -8(%rsp), %rsp
+	.cfi_adjust_cfa_offset 8
 	stmxcsr (%rsp)          /* SSE control/status: rounding, exceptions masks */
 	fnstcw 4(%rsp)          /* x87 control word */
 

@@ -56,11 +56,11 @@ static void make_asm(wf_ctx_t *c, wf_ctx_entry_fn entry, void *arg)
 	uintptr_t top = ((uintptr_t)c->stack_lo + c->stack_size) & ~(uintptr_t)15;
 	uint64_t *f = (uint64_t *)(top - WF_FRAME_WORDS * 8);
 	memset(f, 0, WF_FRAME_WORDS * 8);
-	f[0] = (uint64_t)(uintptr_t)entry; /* x19 */
-	f[1] = (uint64_t)(uintptr_t)arg;   /* x20 */
-	f[10] = 0;                         /* x29: end of the frame chain */
+	f[0] = (uint64_t)(uintptr_t)entry;              /* x19 */
+	f[1] = (uint64_t)(uintptr_t)arg;                /* x20 */
+	f[10] = 0;                                      /* x29: end of the frame chain */
 	f[11] = (uint64_t)(uintptr_t)wf_ctx_trampoline; /* x30 */
-	f[20] = 0;                         /* FPCR: round to nearest, no traps */
+	f[20] = 0;                                      /* FPCR: round to nearest, no traps */
 	c->sp = f;
 }
 #endif
@@ -70,7 +70,13 @@ static void make_asm(wf_ctx_t *c, wf_ctx_entry_fn entry, void *arg)
 /* getcontext() costs a system call (it reads the signal mask), so it runs
  * once; new contexts copy this template and let makecontext fill it in. */
 static ucontext_t uc_template;
-static int uc_template_ready;
+static pthread_once_t uc_template_once = PTHREAD_ONCE_INIT;
+
+static void uc_template_init(void)
+{
+	if (getcontext(&uc_template) != 0)
+		wf_panic("getcontext failed");
+}
 
 /* makecontext passes only int arguments, and on LP64 a pointer does not fit
  * in an int (the pitfall seed 001 hit): split the ctx pointer in two. */
@@ -83,17 +89,14 @@ static void uc_entry(unsigned int lo, unsigned int hi)
 
 static void make_ucontext(wf_ctx_t *c, void *reserved, wf_ctx_entry_fn entry, void *arg)
 {
-	if (!__atomic_load_n(&uc_template_ready, __ATOMIC_ACQUIRE)) {
-		ucontext_t t;
-		if (getcontext(&t) != 0)
-			wf_panic("getcontext failed");
-		uc_template = t;
-		__atomic_store_n(&uc_template_ready, 1, __ATOMIC_RELEASE);
-	}
+	pthread_once(&uc_template_once, uc_template_init);
 	ucontext_t *uc = reserved;
 	memcpy(uc, &uc_template, sizeof *uc);
 #if defined(__x86_64__)
+	/* Same start state as the asm backend: default FP control words. */
 	uc->uc_mcontext.fpregs = &uc->__fpregs_mem;
+	uc->__fpregs_mem.cwd = 0x037F;
+	uc->__fpregs_mem.mxcsr = 0x1F80;
 #endif
 	uc->uc_link = NULL;
 	uc->uc_stack.ss_sp = c->stack_lo;
@@ -104,7 +107,7 @@ static void make_ucontext(wf_ctx_t *c, void *reserved, wf_ctx_entry_fn entry, vo
 	c->arg = arg;
 	uintptr_t p = (uintptr_t)c;
 	makecontext(uc, (void (*)(void))uc_entry, 2, (unsigned int)(p & 0xffffffffu),
-	            (unsigned int)(p >> 32));
+		    (unsigned int)(p >> 32));
 }
 
 /* ---- common ------------------------------------------------------------ */
@@ -117,8 +120,9 @@ size_t wf_ctx_reserve(void)
 }
 
 void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved, wf_ctx_entry_fn entry,
-                 void *arg)
+		 void *arg)
 {
+	WF_ASSERT(reserved || wf_ctx_backend != WF_CTX_UCONTEXT);
 	c->stack_lo = lo;
 	c->stack_size = size;
 	c->transfer = NULL;
@@ -133,12 +137,14 @@ void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved, wf_ctx_entr
 
 void wf_ctx_init_current(wf_ctx_t *c, void *reserved)
 {
+	WF_ASSERT(reserved || wf_ctx_backend != WF_CTX_UCONTEXT);
 	memset(c, 0, sizeof *c);
 	c->uc = reserved;
 	if (reserved) {
 		memset(reserved, 0, sizeof(ucontext_t));
 #if defined(__x86_64__)
-		((ucontext_t *)reserved)->uc_mcontext.fpregs = &((ucontext_t *)reserved)->__fpregs_mem;
+		((ucontext_t *)reserved)->uc_mcontext.fpregs =
+			&((ucontext_t *)reserved)->__fpregs_mem;
 #endif
 	}
 	pthread_attr_t a;

@@ -51,7 +51,7 @@ WF_HIDDEN size_t wf_ctx_reserve(void);
 /* Prepare c to run entry(transfer, arg) on [lo, lo+size) when first switched
  * to. `reserved` is the wf_ctx_reserve() bytes the caller set aside. */
 WF_HIDDEN void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved,
-                           wf_ctx_entry_fn entry, void *arg);
+			   wf_ctx_entry_fn entry, void *arg);
 
 /* Describe the stack of a context that already runs (a kernel thread's own
  * stack) so sanitizers can follow switches back to it. */

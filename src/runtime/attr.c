@@ -3,10 +3,10 @@
 
 #include "runtime/runtime.h"
 
-#define CHECK(a)                                                               \
-	do {                                                                   \
-		if (!(a) || (a)->magic_ != WF_ATTR_MAGIC)                      \
-			return EINVAL;                                         \
+#define CHECK(a)                                          \
+	do {                                              \
+		if (!(a) || (a)->magic_ != WF_ATTR_MAGIC) \
+			return EINVAL;                    \
 	} while (0)
 
 int weft_attr_init(weft_attr_t *a)

@@ -8,8 +8,8 @@
 #include "runtime/runtime.h"
 
 #define DEFAULT_STACK_SIZE (64u * 1024u)
-#define DEFAULT_SPIN_NS 50000L
-#define MAX_STACK_SIZE (1ul << 30)
+#define DEFAULT_SPIN_NS    50000L
+#define MAX_STACK_SIZE     (1ul << 30)
 
 /* A decimal number with an optional k/K/m/M/g/G suffix (powers of 1024 when
  * `binary`, else no suffix allowed). Returns 0 or EINVAL. */
@@ -78,7 +78,8 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 			c.workers = (int)n;
 		} else {
 			cpu_set_t set;
-			c.workers = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+			c.workers =
+				sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 			if (c.workers < 1)
 				c.workers = 1;
 		}

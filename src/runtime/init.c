@@ -15,8 +15,7 @@ static void at_exit(void)
 	 * exits the process and nobody else is alive); otherwise the kernel
 	 * ends the workers with the process. */
 	wf_worker_t *w = wf_worker_self();
-	if (w && w->current == wf_rt.root &&
-	    wf_live() == 0)
+	if (w && w->current == wf_rt.root && wf_live() == 0)
 		weft_shutdown();
 }
 
@@ -49,7 +48,7 @@ static int start(const weft_config_t *c)
 	root->state = WF_RUNNING;
 	wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);
 	snprintf(root->name, sizeof root->name, "%s",
-	         getpid() == (pid_t)syscall(SYS_gettid) ? "main" : "root");
+		 getpid() == (pid_t)syscall(SYS_gettid) ? "main" : "root");
 	int e = wf_registry_add(NULL, root);
 	if (e) {
 		free(root);
@@ -70,11 +69,11 @@ static int start(const weft_config_t *c)
 		atexit_done = atexit(at_exit) == 0;
 	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
 		fprintf(stderr,
-		        "weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
-		        "idle_spin_ns=%ld, guarded_stacks=%ld\n",
-		        wf_rt.nworkers, wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal",
-		        wf_ctx_backend == WF_CTX_UCONTEXT ? "ucontext" : "asm", wf_rt.stack_size,
-		        wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max);
+			"weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
+			"idle_spin_ns=%ld, guarded_stacks=%ld\n",
+			wf_rt.nworkers, wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal",
+			wf_ctx_backend == WF_CTX_UCONTEXT ? "ucontext" : "asm", wf_rt.stack_size,
+			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max);
 	return 0;
 fail:
 	wf_registry_remove(NULL, root);

@@ -10,11 +10,11 @@
 
 #include "runtime/runtime.h"
 
-#define SLOT_BITS 22 /* at most 4,194,304 ULTs alive at once */
+#define SLOT_BITS  22 /* at most 4,194,304 ULTs alive at once */
 #define CHUNK_BITS 12
-#define NCHUNKS (1u << (SLOT_BITS - CHUNK_BITS))
+#define NCHUNKS    (1u << (SLOT_BITS - CHUNK_BITS))
 #define CHUNK_SIZE (1u << CHUNK_BITS)
-#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define SLOT_MASK  ((1u << SLOT_BITS) - 1)
 
 static _Atomic(_Atomic(wf_ult_t *) *) chunks[NCHUNKS];
 static atomic_uint_fast64_t serial = 1;
@@ -75,7 +75,8 @@ static void slot_free(wf_worker_t *w, uint32_t slot)
 		 * unique; only capacity shrinks by one). */
 	}
 	if (w) /* make room in the worker's cache for the next frees */
-		while (w->nslots > WF_SLOT_CACHE / 2 && free_push_locked(w->slot_cache[w->nslots - 1]) == 0)
+		while (w->nslots > WF_SLOT_CACHE / 2 &&
+		       free_push_locked(w->slot_cache[w->nslots - 1]) == 0)
 			w->nslots--;
 	wf_spin_unlock(&free_lock);
 }
@@ -91,7 +92,7 @@ static _Atomic(wf_ult_t *) *chunk_for(uint32_t slot, int create)
 		return NULL;
 	_Atomic(wf_ult_t *) *expected = NULL;
 	if (atomic_compare_exchange_strong_explicit(&chunks[ci], &expected, fresh,
-	                                            memory_order_acq_rel, memory_order_acquire))
+						    memory_order_acq_rel, memory_order_acquire))
 		return fresh;
 	free(fresh);
 	return expected;
@@ -118,7 +119,8 @@ void wf_registry_remove(wf_worker_t *w, wf_ult_t *u)
 {
 	uint32_t slot = (uint32_t)(u->id & SLOT_MASK);
 	_Atomic(wf_ult_t *) *c = chunk_for(slot, 0);
-	WF_ASSERT(c && atomic_load_explicit(&c[slot & (CHUNK_SIZE - 1)], memory_order_relaxed) == u);
+	WF_ASSERT(c &&
+		  atomic_load_explicit(&c[slot & (CHUNK_SIZE - 1)], memory_order_relaxed) == u);
 	atomic_store_explicit(&c[slot & (CHUNK_SIZE - 1)], NULL, memory_order_release);
 	slot_free(w, slot);
 }

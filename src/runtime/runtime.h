@@ -6,7 +6,7 @@
 
 #include "sched/sched.h"
 
-#define WF_ATTR_MAGIC 0x77656674u /* "weft" */
+#define WF_ATTR_MAGIC  0x77656674u /* "weft" */
 #define WF_MAX_WORKERS 1024
 
 /* Fill *out from *in, taking zero fields from the environment or defaults.

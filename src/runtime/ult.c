@@ -67,7 +67,7 @@ static int claim(wf_ult_t *u)
 {
 	uintptr_t e = WF_JOIN_EXITED;
 	return atomic_compare_exchange_strong_explicit(&u->joiner, &e, WF_JOIN_CLAIMED,
-	                                               memory_order_acq_rel, memory_order_acquire);
+						       memory_order_acq_rel, memory_order_acquire);
 }
 
 /* Would self joining u close a cycle of joins? self->joining is published
@@ -117,7 +117,7 @@ static int join_as_foreign(wf_ult_t *u)
 	atomic_store_explicit(&p->state, WF_PARK_EMPTY, memory_order_relaxed);
 	uintptr_t e = WF_JOIN_NONE;
 	if (atomic_compare_exchange_strong_explicit(&u->joiner, &e, (uintptr_t)p | 1,
-	                                            memory_order_acq_rel, memory_order_acquire)) {
+						    memory_order_acq_rel, memory_order_acquire)) {
 		while (atomic_load_explicit(&p->state, memory_order_acquire) != WF_PARK_NOTIFIED)
 			wf_futex_wait(&p->state, WF_PARK_EMPTY, NULL);
 		return 0;
@@ -154,7 +154,7 @@ int weft_detach(weft_t t)
 		return ESRCH;
 	uintptr_t e = WF_JOIN_NONE;
 	if (atomic_compare_exchange_strong_explicit(&u->joiner, &e, WF_JOIN_DETACHED,
-	                                            memory_order_acq_rel, memory_order_acquire))
+						    memory_order_acq_rel, memory_order_acquire))
 		return 0;
 	if (e == WF_JOIN_EXITED && claim(u)) {
 		wf_ult_free(wf_worker_self(), u);
@@ -206,8 +206,8 @@ int weft_worker_id(void)
 int weft_num_workers(void)
 {
 	return atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING
-	               ? wf_rt.nworkers
-	               : 0;
+		       ? wf_rt.nworkers
+		       : 0;
 }
 
 int weft_park(void)

@@ -43,7 +43,7 @@ void wf_park(wf_parker_t *p)
 {
 	int e = WF_PARK_NOTIFIED;
 	if (atomic_compare_exchange_strong_explicit(&p->state, &e, WF_PARK_EMPTY,
-	                                            memory_order_acquire, memory_order_relaxed))
+						    memory_order_acquire, memory_order_relaxed))
 		return;
 	if (!p->foreign) {
 		wf_worker_t *w = wf_worker_self();
@@ -53,7 +53,7 @@ void wf_park(wf_parker_t *p)
 	}
 	e = WF_PARK_EMPTY;
 	if (!atomic_compare_exchange_strong_explicit(&p->state, &e, WF_PARK_PARKED,
-	                                             memory_order_acq_rel, memory_order_acquire)) {
+						     memory_order_acq_rel, memory_order_acquire)) {
 		atomic_store_explicit(&p->state, WF_PARK_EMPTY, memory_order_relaxed);
 		return;
 	}
@@ -70,14 +70,14 @@ void wf_unpark(wf_parker_t *p)
 			return;
 		case WF_PARK_EMPTY:
 			if (atomic_compare_exchange_weak_explicit(&p->state, &s, WF_PARK_NOTIFIED,
-			                                          memory_order_acq_rel,
-			                                          memory_order_acquire))
+								  memory_order_acq_rel,
+								  memory_order_acquire))
 				return;
 			break;
 		case WF_PARK_PARKED:
 			if (atomic_compare_exchange_weak_explicit(&p->state, &s, WF_PARK_EMPTY,
-			                                          memory_order_acq_rel,
-			                                          memory_order_acquire)) {
+								  memory_order_acq_rel,
+								  memory_order_acquire)) {
 				if (p->foreign)
 					wf_futex_wake(&p->state, 1);
 				else

@@ -28,7 +28,7 @@
  */
 #include "sched/sched.h"
 
-#define RUNQ_MASK (WF_RUNQ_SIZE - 1)
+#define RUNQ_MASK      (WF_RUNQ_SIZE - 1)
 #define STEAL_PATIENCE 4
 
 void wf_global_put(wf_ult_t *u)
@@ -101,9 +101,8 @@ wf_ult_t *wf_runq_get(wf_worker_t *w)
 	wf_ult_t *u = atomic_load_explicit(&w->ring[b & RUNQ_MASK], memory_order_relaxed);
 	if (t == b) {
 		/* The last one: race the thieves for it. */
-		if (!atomic_compare_exchange_strong_explicit(&w->top, &t, t + 1,
-		                                             memory_order_seq_cst,
-		                                             memory_order_relaxed))
+		if (!atomic_compare_exchange_strong_explicit(
+			    &w->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
 			u = NULL;
 		atomic_store_explicit(&w->bottom, b + 1, memory_order_relaxed);
 	}
@@ -136,7 +135,7 @@ wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int patient)
 	}
 	wf_ult_t *u = atomic_load_explicit(&victim->ring[t & RUNQ_MASK], memory_order_relaxed);
 	if (!atomic_compare_exchange_strong_explicit(&victim->top, &t, t + 1, memory_order_seq_cst,
-	                                             memory_order_relaxed))
+						     memory_order_relaxed))
 		return NULL; /* lost to the owner or another thief */
 	atomic_fetch_add_explicit(&w->n_steals, 1, memory_order_relaxed);
 	return u;

@@ -206,11 +206,12 @@ void wf_after_switch(wf_worker_t *w)
 		p->state = WF_PARKED;
 		int e = WF_PARK_EMPTY;
 		if (!atomic_compare_exchange_strong_explicit(&p->parker.state, &e, WF_PARK_PARKED,
-		                                             memory_order_acq_rel,
-		                                             memory_order_acquire)) {
+							     memory_order_acq_rel,
+							     memory_order_acquire)) {
 			/* An unpark arrived while we were switching: consume it. */
 			WF_ASSERT(e == WF_PARK_NOTIFIED);
-			atomic_store_explicit(&p->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
+			atomic_store_explicit(&p->parker.state, WF_PARK_EMPTY,
+					      memory_order_relaxed);
 			wf_make_runnable(w, p);
 		}
 		break;
@@ -225,8 +226,8 @@ void wf_after_switch(wf_worker_t *w)
 		p->state = WF_PARKED;
 		p->join_seen = 0;
 		if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,
-		                                             memory_order_acq_rel,
-		                                             memory_order_acquire)) {
+							     memory_order_acq_rel,
+							     memory_order_acquire)) {
 			p->join_seen = e;
 			wf_make_runnable(w, p);
 		}
@@ -252,8 +253,8 @@ static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *n
 		to = &w->loop_ctx;
 	}
 	atomic_store_explicit(&w->n_switches,
-	                      atomic_load_explicit(&w->n_switches, memory_order_relaxed) + 1,
-	                      memory_order_relaxed);
+			      atomic_load_explicit(&w->n_switches, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	return wf_ctx_switch(from, to, w);
 }
 
@@ -334,7 +335,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			if (!u)
 				u = steal_any(w, 0);
 			if (u) {
-				atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
+				atomic_fetch_sub_explicit(&wf_rt.nspinning, 1,
+							  memory_order_seq_cst);
 				return u;
 			}
 			if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) ==
@@ -355,7 +357,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		u = pick_next(w);
 		if (!u)
 			u = steal_any(w, 1);
-		if (!u && atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_STOPPING) {
+		if (!u &&
+		    atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_STOPPING) {
 			atomic_fetch_add_explicit(&w->n_sleeps, 1, memory_order_relaxed);
 			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
 			       WF_SLEEPING)

@@ -12,10 +12,10 @@
 #include "sched/ult.h"
 #include "util/util.h"
 
-#define WF_RUNQ_SIZE 256 /* per-worker stealable ring; must be a power of two */
-#define WF_SLOT_CACHE 64
+#define WF_RUNQ_SIZE   256 /* per-worker stealable ring; must be a power of two */
+#define WF_SLOT_CACHE  64
 #define WF_STACK_CACHE 64
-#define WF_SEEN_MAX 64 /* victims a thief remembers (power of two) */
+#define WF_SEEN_MAX    64 /* victims a thief remembers (power of two) */
 
 /* What the next context must do with the ULT that just switched away
  * (wf_worker.prev). Done after the switch, once nobody runs on its stack. */
@@ -53,17 +53,17 @@ static inline wf_ult_t *wf_fifo_pop(wf_fifo_t *q)
 typedef struct wf_worker {
 	/* Owner-only fields: touched only by the kernel thread of this worker. */
 	int id;
-	wf_ult_t *current;   /* the RUNNING ULT, or NULL in the scheduler loop */
-	wf_ult_t *prev;      /* the ULT that just switched away ... */
-	int prev_action;     /* ... and what to do with it (enum wf_after) */
-	wf_ctx_t loop_ctx;   /* the scheduler loop: runs when no ULT can */
-	wf_fifo_t local;     /* bound ULTs this worker queued itself; never stolen */
-	uint32_t tick;       /* scheduling decisions so far (fairness) */
-	uint64_t rng;        /* victim selection */
-	void *loop_stack;    /* worker 0's loop stack mapping (others use their own) */
+	wf_ult_t *current; /* the RUNNING ULT, or NULL in the scheduler loop */
+	wf_ult_t *prev;    /* the ULT that just switched away ... */
+	int prev_action;   /* ... and what to do with it (enum wf_after) */
+	wf_ctx_t loop_ctx; /* the scheduler loop: runs when no ULT can */
+	wf_fifo_t local;   /* bound ULTs this worker queued itself; never stolen */
+	uint32_t tick;     /* scheduling decisions so far (fairness) */
+	uint64_t rng;      /* victim selection */
+	void *loop_stack;  /* worker 0's loop stack mapping (others use their own) */
 	size_t loop_stack_size;
-	void *loop_uc;       /* ucontext storage of loop_ctx */
-	void *altstack;      /* signal stack for guard-page reports */
+	void *loop_uc;  /* ucontext storage of loop_ctx */
+	void *altstack; /* signal stack for guard-page reports */
 	uint32_t slot_cache[WF_SLOT_CACHE];
 	int nslots;
 	wf_ult_t *stack_cache[WF_STACK_CACHE]; /* freed default-size stacks */
@@ -98,7 +98,7 @@ enum { WF_RT_OFF = 0, WF_RT_STARTING, WF_RT_RUNNING, WF_RT_STOPPING };
 typedef struct wf_runtime {
 	atomic_int state; /* WF_RT_* */
 	int nworkers;
-	int sched;        /* WEFT_SCHED_STEAL or WEFT_SCHED_SHARE */
+	int sched; /* WEFT_SCHED_STEAL or WEFT_SCHED_SHARE */
 	int pin;
 	size_t stack_size;
 	long spin_ns;

@@ -52,10 +52,10 @@ enum wf_stack_kind {
 
 /* Values of wf_ult.joiner besides a joiner: a wf_ult pointer (a ULT joins)
  * or a wf_parker pointer with bit 0 set (a foreign kernel thread joins). */
-#define WF_JOIN_NONE ((uintptr_t)0)
+#define WF_JOIN_NONE     ((uintptr_t)0)
 #define WF_JOIN_DETACHED ((uintptr_t)2)
-#define WF_JOIN_EXITED ((uintptr_t)4)  /* exited, nobody has claimed it yet */
-#define WF_JOIN_CLAIMED ((uintptr_t)6) /* exited, and a joiner owns it */
+#define WF_JOIN_EXITED   ((uintptr_t)4) /* exited, nobody has claimed it yet */
+#define WF_JOIN_CLAIMED  ((uintptr_t)6) /* exited, and a joiner owns it */
 
 typedef struct wf_ult {
 	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */

@@ -31,7 +31,7 @@ void wf_wake_worker(wf_worker_t *t)
 	int s = WF_SLEEPING;
 	if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) == WF_SLEEPING &&
 	    atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
-	                                            memory_order_acq_rel, memory_order_relaxed))
+						    memory_order_acq_rel, memory_order_relaxed))
 		wf_futex_wake(&t->sleep_state, 1);
 }
 
@@ -46,8 +46,8 @@ void wf_wake_one_idle(void)
 		int s = WF_SLEEPING;
 		if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) == WF_SLEEPING &&
 		    atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
-		                                            memory_order_acq_rel,
-		                                            memory_order_relaxed)) {
+							    memory_order_acq_rel,
+							    memory_order_relaxed)) {
 			wf_futex_wake(&t->sleep_state, 1);
 			return;
 		}
@@ -158,16 +158,15 @@ int wf_workers_start(void)
 	wf_worker_t *w0 = wf_rt.workers[0];
 	w0->loop_stack_size = LOOP_STACK_SIZE;
 	w0->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
-	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (w0->loop_stack == MAP_FAILED) {
 		w0->loop_stack = NULL;
 		goto fail_alloc;
 	}
-	wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc, loop0_entry,
-	            NULL);
+	wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc, loop0_entry, NULL);
 	if (wf_rt.pin) {
-		root_affinity_saved =
-			pthread_getaffinity_np(pthread_self(), sizeof root_affinity, &root_affinity) == 0;
+		root_affinity_saved = pthread_getaffinity_np(pthread_self(), sizeof root_affinity,
+							     &root_affinity) == 0;
 		pin_self(0);
 	}
 	wf_worker_set_self(w0);
@@ -177,7 +176,7 @@ int wf_workers_start(void)
 
 	for (int i = 1; i < n; i++) {
 		int e = pthread_create(&wf_rt.workers[i]->thread, NULL, worker_main,
-		                       wf_rt.workers[i]);
+				       wf_rt.workers[i]);
 		if (e) {
 			/* Stop the ones already running, then undo worker 0. */
 			atomic_store(&wf_rt.state, WF_RT_STOPPING);

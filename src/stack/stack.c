@@ -29,7 +29,7 @@
 #include <valgrind/valgrind.h>
 #else
 #define VALGRIND_STACK_REGISTER(lo, hi) 0u
-#define VALGRIND_STACK_DEREGISTER(id) ((void)(id))
+#define VALGRIND_STACK_DEREGISTER(id)   ((void)(id))
 #endif
 
 enum { SLAB_STACKS = 64, GLOBAL_CACHE_MAX = 4096, CACHE_BATCH = WF_STACK_CACHE / 2 };
@@ -95,7 +95,7 @@ static wf_ult_t *map_guarded(size_t size)
 {
 	size_t g = wf_page_size();
 	char *p = mmap(NULL, size + g, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	if (mprotect(p, g, PROT_NONE) != 0) {
@@ -109,7 +109,7 @@ static wf_ult_t *map_guarded(size_t size)
 static wf_ult_t *map_bare(size_t size)
 {
 	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	return p == MAP_FAILED ? NULL : layout(p, size, 0, WF_STACK_BARE);
 }
 
@@ -119,7 +119,7 @@ static wf_ult_t *carve_slab(size_t size)
 {
 	if (slab_left < size) {
 		char *p = mmap(NULL, size * SLAB_STACKS, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
 		slab_cur = p;
@@ -231,7 +231,8 @@ void wf_stack_free(wf_worker_t *w, wf_ult_t *u)
 		unmap(u);
 		return;
 	}
-	if (u->map_size != wf_rt.stack_size + (u->stack_kind == WF_STACK_GUARDED ? wf_page_size() : 0)) {
+	if (u->map_size !=
+	    wf_rt.stack_size + (u->stack_kind == WF_STACK_GUARDED ? wf_page_size() : 0)) {
 		WF_ASSERT(u->stack_kind == WF_STACK_GUARDED);
 		unmap(u);
 		return;
@@ -275,11 +276,11 @@ void wf_stack_global_drain(void)
 static void report(const char *fmt, wf_ult_t *u, const void *addr)
 {
 	char buf[256];
-	int n = snprintf(buf, sizeof buf, fmt, (unsigned long long)u->id,
-	                 u->name[0] ? u->name : "", addr, u->ctx.stack_lo,
-	                 (char *)u->ctx.stack_lo + u->ctx.stack_size);
+	int n = snprintf(buf, sizeof buf, fmt, (unsigned long long)u->id, u->name[0] ? u->name : "",
+			 addr, u->ctx.stack_lo, (char *)u->ctx.stack_lo + u->ctx.stack_size);
 	if (n > 0) {
-		ssize_t r = write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf);
+		ssize_t r =
+			write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf);
 		(void)r;
 	}
 }

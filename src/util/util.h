@@ -24,20 +24,20 @@
 #define WF_ASAN 0
 #endif
 
-#define WF_HIDDEN __attribute__((visibility("hidden")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define WF_CACHELINE 64
+#define WF_HIDDEN     __attribute__((visibility("hidden")))
+#define likely(x)     __builtin_expect(!!(x), 1)
+#define unlikely(x)   __builtin_expect(!!(x), 0)
+#define WF_CACHELINE  64
 #define WF_ALIGNED_CL __attribute__((aligned(WF_CACHELINE)))
 
 /* Abort naming the function and the broken invariant. Never for user input. */
 WF_HIDDEN _Noreturn void wf_panic_at(const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 #define wf_panic(...) wf_panic_at(__func__, __VA_ARGS__)
-#define WF_ASSERT(cond)                                                        \
-	do {                                                                   \
-		if (unlikely(!(cond)))                                         \
-			wf_panic("invariant violated: %s", #cond);             \
+#define WF_ASSERT(cond)                                            \
+	do {                                                       \
+		if (unlikely(!(cond)))                             \
+			wf_panic("invariant violated: %s", #cond); \
 	} while (0)
 
 static inline void wf_cpu_relax(void)
