@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install weft from a build tree into a temporary prefix, then build the
+# README's example against it three ways - pkg-config (shared), pkg-config
+# --static, and a CMake project using find_package(weft) - and run each.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for f in include/weft.h include/weft/version.h lib/libweft.a lib/pkgconfig/weft.pc \
+	lib/cmake/weft/weftConfig.cmake bin/weft-bench; do
+	[ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
+done
+ls "$prefix"/lib/libweft.so* >/dev/null || { echo "FAIL: libweft.so not installed"; exit 1; }
+if ls "$prefix"/include/weft/ | grep -qv '\.h$'; then
+	echo "FAIL: something other than headers under include/weft"; exit 1
+fi
+
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+cc "$src/examples/hello.c" -o "$tmp/hello_pc" $(pkg-config --cflags --libs weft)
+LD_LIBRARY_PATH=$prefix/lib "$tmp/hello_pc" | grep -q "hello from ULT"
+echo "ok: pkg-config, shared"
+
+cc "$src/examples/hello.c" -o "$tmp/hello_pc_static" $(pkg-config --cflags weft) \
+	"$prefix/lib/libweft.a" $(pkg-config --libs --static weft | sed 's/-lweft//')
+"$tmp/hello_pc_static" | grep -q "hello from ULT"
+echo "ok: static archive"
+
+cmake -S "$src/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DEXAMPLE="$src/examples/hello.c" >/dev/null
+cmake --build "$tmp/consumer" >/dev/null
+LD_LIBRARY_PATH=$prefix/lib "$tmp/consumer/hello_shared" | grep -q "hello from ULT"
+"$tmp/consumer/hello_static" | grep -q "hello from ULT"
+echo "ok: find_package(weft), shared and static"
+
+# Nothing internal is exported from the shared library.
+leaks=$(nm -D --defined-only "$prefix"/lib/libweft.so | awk '{print $3}' | grep -v '^weft_' || true)
+if [ -n "$leaks" ]; then
+	echo "FAIL: non-weft_ symbols exported: $leaks"; exit 1
+fi
+echo "ok: only weft_* symbols exported"
+echo "PASSED"
