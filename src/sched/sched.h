@@ -179,8 +179,11 @@ WF_HIDDEN void wf_ult_free(wf_worker_t *w, wf_ult_t *u);
 
 static inline void wf_check_canary(wf_ult_t *u)
 {
-	if (u->stack_kind != WF_STACK_THREAD &&
-	    unlikely(*(const uint64_t *)u->ctx.stack_lo != wf_canary_value(u)))
+	if (likely(u->canary == WF_CANARY_NONE))
+		return;
+	const uint64_t *c = (const uint64_t *)u->ctx.stack_lo;
+	if (u->canary == WF_CANARY_ZERO ? (c[0] | c[1] | c[2] | c[3]) != 0
+					: c[0] != wf_canary_value(u))
 		wf_stack_canary_fail(u);
 }
 

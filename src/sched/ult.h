@@ -66,7 +66,8 @@ typedef struct wf_ult {
 	int bound_worker; /* -1, or the only worker allowed to run it */
 	int last_worker;  /* worker that ran it last */
 	int stack_kind;
-	atomic_uintptr_t joiner;          /* WF_JOIN_* or the joiner's wf_parker */
+	int canary;              /* enum wf_canary: how wf_check_canary checks this stack */
+	atomic_uintptr_t joiner; /* WF_JOIN_* or the joiner's wf_parker */
 	_Atomic(struct wf_ult *) joining; /* the ULT this one is joining (cycle check) */
 	struct wf_ult *join_target;       /* for WF_AFTER_JOIN; owned by this ULT */
 	uintptr_t join_seen;              /* WF_AFTER_JOIN: target's joiner field
@@ -85,8 +86,18 @@ static inline wf_ult_t *wf_ult_of_parker(wf_parker_t *p)
 	return (wf_ult_t *)((char *)p - offsetof(wf_ult_t, parker));
 }
 
-/* Stack canary: the lowest usable word of every guard-less stack holds this,
- * mixed with the descriptor address, and is checked when the ULT leaves. */
+/* Stack canaries, checked whenever a ULT switches away (wf_check_canary):
+ *   NONE   guarded stacks (the guard page catches an overflow) and kernel
+ *          thread stacks;
+ *   ZERO   weft's guard-less stacks: the lowest WF_CANARY_WORDS words must
+ *          still be zero. A page nobody wrote reads as zeros without being
+ *          given memory, so a million such stacks cost one page each, not
+ *          two; an overflow that reaches the bottom writes return addresses
+ *          and frame pointers there;
+ *   MAGIC  caller-owned stacks: the lowest word holds WF_CANARY_MAGIC mixed
+ *          with the descriptor address. */
+enum wf_canary { WF_CANARY_NONE = 0, WF_CANARY_ZERO, WF_CANARY_MAGIC_WORD };
+#define WF_CANARY_WORDS 4
 #define WF_CANARY_MAGIC 0x5745465443414e59ull /* "WEFTCANY" */
 
 static inline uint64_t wf_canary_value(const wf_ult_t *u)

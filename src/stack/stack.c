@@ -8,14 +8,14 @@
  * Guard pages cost one VMA each (two per stack: the guard and the rest), and
  * Linux allows vm.max_map_count (65,530 by default) per process. So at most
  * wf_rt.guarded_max stacks get a guard; past that, stacks are carved from
- * slabs of SLAB_STACKS without guards. Every stack that is not a kernel
- * thread's has a canary at its lowest word, checked whenever its ULT
- * switches away; guarded stacks also report a guard-page hit from a SIGSEGV
+ * slabs of SLAB_STACKS without guards. Guard-less stacks have a canary at
+ * their lowest words (see enum wf_canary in ult.h), checked whenever their
+ * ULT switches away; guarded stacks report a guard-page hit from a SIGSEGV
  * handler running on a per-worker signal stack. Both name the ULT, then abort.
  *
  * Freed default-size stacks go to the worker's cache (no locks, no system
  * calls), then to a global cache; guarded ones past GLOBAL_CACHE_MAX are
- * unmapped, slab ones stay (their pages are given back with MADV_DONTNEED).
+ * unmapped, slab ones stay cached until shutdown.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -43,6 +43,9 @@ static wf_ult_t *global_cache; /* linked through ->next */
 static long global_n;
 static char *slab_cur;
 static size_t slab_left;
+static void **slabs; /* every slab mapping, unmapped whole at shutdown */
+static size_t nslabs, slabs_cap;
+static size_t slab_bytes;
 
 size_t wf_page_size(void)
 {
@@ -118,10 +121,20 @@ static wf_ult_t *map_bare(size_t size)
 static wf_ult_t *carve_slab(size_t size)
 {
 	if (slab_left < size) {
+		if (nslabs == slabs_cap) {
+			size_t cap = slabs_cap ? slabs_cap * 2 : 256;
+			void **n = realloc(slabs, cap * sizeof *n);
+			if (!n)
+				return NULL;
+			slabs = n;
+			slabs_cap = cap;
+		}
 		char *p = mmap(NULL, size * SLAB_STACKS, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
+		slabs[nslabs++] = p;
+		slab_bytes = size * SLAB_STACKS;
 		slab_cur = p;
 		slab_left = size * SLAB_STACKS;
 	}
@@ -182,7 +195,25 @@ int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, wf_ult_t **out)
 	if (!u)
 		return errno == ENOMEM ? ENOMEM : EAGAIN;
 done:
-	*(uint64_t *)u->ctx.stack_lo = wf_canary_value(u);
+	switch (u->stack_kind) {
+	case WF_STACK_USER:
+		u->canary = WF_CANARY_MAGIC_WORD;
+		*(uint64_t *)u->ctx.stack_lo = wf_canary_value(u);
+		break;
+	case WF_STACK_SLAB:
+	case WF_STACK_BARE: {
+		/* Fresh pages are zero; a reused stack may have been used
+		 * to the bottom (write only then, so untouched pages stay
+		 * unbacked). */
+		uint64_t *c = u->ctx.stack_lo;
+		u->canary = WF_CANARY_ZERO;
+		if (c[0] | c[1] | c[2] | c[3])
+			memset(c, 0, WF_CANARY_WORDS * sizeof *c);
+		break;
+	}
+	default:
+		u->canary = WF_CANARY_NONE;
+	}
 	*out = u;
 	return 0;
 }
@@ -196,22 +227,17 @@ static void unmap(wf_ult_t *u)
 }
 
 /* Put a stack on the global cache, or give it back. A slab stack cannot be
- * unmapped alone while its neighbours live, so past the cache's size it is
- * kept with its memory returned (MADV_DONTNEED) - before it is published on
- * the list, where another worker may take it at once. */
+ * unmapped alone without splitting its slab's mapping (one more VMA each),
+ * so slab stacks always stay cached for reuse; their memory goes back to
+ * the system when the runtime shuts down. */
 static void release_global(wf_ult_t *u)
 {
-	int slab = u->stack_kind == WF_STACK_SLAB;
 	wf_spin_lock(&global_lock);
-	int full = global_n >= GLOBAL_CACHE_MAX;
-	wf_spin_unlock(&global_lock);
-	if (full && !slab) {
+	if (global_n >= GLOBAL_CACHE_MAX && u->stack_kind != WF_STACK_SLAB) {
+		wf_spin_unlock(&global_lock);
 		unmap(u);
 		return;
 	}
-	if (full)
-		madvise(u->ctx.stack_lo, u->ctx.stack_size - wf_page_size(), MADV_DONTNEED);
-	wf_spin_lock(&global_lock);
 	u->next = global_cache;
 	global_cache = u;
 	global_n++;
@@ -250,22 +276,26 @@ void wf_stack_cache_drain(wf_worker_t *w)
 		release_global(w->stack_cache[--w->nstacks]);
 }
 
-/* Give back every cached stack and the rest of the current slab (at
- * shutdown, when no ULT uses any of them). Slab stacks are unmapped one by
- * one: Linux allows unmapping part of a mapping. */
+/* Give back every cached stack and every slab (at shutdown, when no ULT
+ * uses any of them). Slabs go whole: one system call per SLAB_STACKS
+ * stacks. */
 void wf_stack_global_drain(void)
 {
 	wf_spin_lock(&global_lock);
 	wf_ult_t *u = global_cache;
 	while (u) {
 		wf_ult_t *next = u->next;
-		unmap(u);
+		if (u->stack_kind == WF_STACK_SLAB)
+			VALGRIND_STACK_DEREGISTER(u->valgrind_id);
+		else
+			unmap(u);
 		u = next;
 	}
 	global_cache = NULL;
 	global_n = 0;
-	if (slab_left)
-		munmap(slab_cur, slab_left);
+	for (size_t i = 0; i < nslabs; i++)
+		munmap(slabs[i], slab_bytes);
+	nslabs = 0;
 	slab_cur = NULL;
 	slab_left = 0;
 	wf_spin_unlock(&global_lock);
