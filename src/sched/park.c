@@ -16,19 +16,23 @@
  *                         consumes the token and requeues the ULT instead.
  *                         A foreign thread CASes EMPTY -> PARKED itself and
  *                         futex-waits while the word is PARKED.
- *   unpark (anyone)       EMPTY -> NOTIFIED: leave a token.
- *                         PARKED -> EMPTY: the winner of this CAS owns the
- *                         parked thread and makes it runnable (queues the
- *                         ULT on the caller's worker, or futex-wakes the
- *                         foreign thread). NOTIFIED: nothing to do.
+ *   unpark (anyone)       exchange the state with NOTIFIED. Was EMPTY or
+ *                         NOTIFIED: a token is left, done. Was PARKED: the
+ *                         unparker owns the parked thread; it exchanges the
+ *                         state to EMPTY and makes the thread runnable (queues
+ *                         the ULT on the caller's worker, or futex-wakes the
+ *                         foreign thread). Always a read-modify-write: see
+ *                         the comment in wf_unpark for the race a plain load
+ *                         would lose.
  *
- * Ordering: the commit CAS is acq_rel and the unpark CAS is acq_rel, so the
+ * Ordering: the commit CAS is acq_rel and the unpark exchange is acq_rel, so the
  * parked ULT's saved context (written before the switch, on the parking
  * worker) happens-before the unparker queues it, which happens-before the
  * worker that dequeues it (queue release/acquire) resumes it.
  *
  * Who owns the parked ULT: between the commit (EMPTY -> PARKED) and the
- * unpark CAS (PARKED -> EMPTY) nobody may touch it but the unparker-to-be.
+ * unpark exchange that finds PARKED, nobody may touch it; after that, only
+ * that unparker, until it has queued the ULT.
  */
 #include "sched/sched.h"
 
@@ -63,30 +67,23 @@ void wf_park(wf_parker_t *p)
 
 void wf_unpark(wf_parker_t *p)
 {
-	int s = atomic_load_explicit(&p->state, memory_order_acquire);
-	for (;;) {
-		switch (s) {
-		case WF_PARK_NOTIFIED:
-			return;
-		case WF_PARK_EMPTY:
-			if (atomic_compare_exchange_weak_explicit(&p->state, &s, WF_PARK_NOTIFIED,
-								  memory_order_acq_rel,
-								  memory_order_acquire))
-				return;
-			break;
-		case WF_PARK_PARKED:
-			if (atomic_compare_exchange_weak_explicit(&p->state, &s, WF_PARK_EMPTY,
-								  memory_order_acq_rel,
-								  memory_order_acquire)) {
-				if (p->foreign)
-					wf_futex_wake(&p->state, 1);
-				else
-					wf_make_runnable(wf_worker_self(), wf_ult_of_parker(p));
-				return;
-			}
-			break;
-		default:
-			wf_panic("parker %p in bad state %d", (void *)p, s);
-		}
+	/* Always an exchange, never "load, see NOTIFIED, return": the caller
+	 * has just published the condition its parker will re-check (a turn
+	 * variable, a queue). A plain load may be performed before that store
+	 * is visible (store->load reordering), and a parker consuming the old
+	 * token could then miss both the condition and this wake-up. */
+	int old = atomic_exchange_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_acq_rel);
+	if (old != WF_PARK_PARKED) {
+		if (unlikely(old != WF_PARK_EMPTY && old != WF_PARK_NOTIFIED))
+			wf_panic("parker %p in bad state %d", (void *)p, old);
+		return;
 	}
+	/* We found it parked: the wake is ours. Exchange (not store) so that
+	 * an unpark that came in meanwhile, and what it published, is ordered
+	 * before the parked thread runs again. */
+	atomic_exchange_explicit(&p->state, WF_PARK_EMPTY, memory_order_acq_rel);
+	if (p->foreign)
+		wf_futex_wake(&p->state, 1);
+	else
+		wf_make_runnable(wf_worker_self(), wf_ult_of_parker(p));
 }

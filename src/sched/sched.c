@@ -352,7 +352,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
 
 		/* Sleep: announce, re-check everything, then wait. */
-		atomic_store_explicit(&w->sleep_state, WF_SLEEPING, memory_order_relaxed);
+		atomic_store_explicit(&w->sleep_state, WF_SLEEPING, memory_order_seq_cst);
 		atomic_fetch_add_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
 		u = pick_next(w);
 		if (!u)
