@@ -316,6 +316,33 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 #define SPIN_PAUSES 64
 #endif
 
+/* The idle spin budget tunes itself per worker. A futex wake of a sleeping
+ * core costs tens of microseconds on a small VM - about as long as a fixed
+ * budget - and once one side of a cross-worker hand-off sleeps, the other's
+ * spin runs out too while it waits for the wake: both end up paying a wake
+ * per hand-off. So: woken soon after falling asleep (within SPIN_SHORT
+ * budgets), the budget was too small - double it, up to SPIN_MAX_FACTOR
+ * times the configured one; slept long, the spin was wasted - halve it, down
+ * to the configured budget. An idle process still spins only briefly.
+ * Called only by w's owner. */
+#define SPIN_SHORT      4
+#define SPIN_MAX_FACTOR 40
+
+static void tune_spin(wf_worker_t *w, uint64_t slept_ns)
+{
+	long base = wf_rt.spin_ns;
+	if (base <= 0)
+		return;
+	if (slept_ns < (uint64_t)w->spin_ns * SPIN_SHORT) {
+		if (w->spin_ns < base * SPIN_MAX_FACTOR)
+			w->spin_ns *= 2;
+	} else if (w->spin_ns > base) {
+		w->spin_ns /= 2;
+		if (w->spin_ns < base)
+			w->spin_ns = base;
+	}
+}
+
 /* Look for work until some is found (returned) or the runtime stops (NULL).
  * Called only by w's owner, in its loop context. */
 static wf_ult_t *find_work(wf_worker_t *w)
@@ -329,8 +356,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 
 		/* Spin: cheap hand-offs while work keeps arriving. */
 		atomic_fetch_add_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
-		uint64_t deadline = wf_rt.spin_ns > 0 ? wf_now_ns() + (uint64_t)wf_rt.spin_ns : 0;
-		for (unsigned iter = 0; wf_rt.spin_ns > 0; iter++) {
+		uint64_t deadline = wf_now_ns() + (uint64_t)w->spin_ns;
+		for (unsigned iter = 0; w->spin_ns > 0; iter++) {
 			u = pick_next(w);
 			if (!u)
 				u = steal_any(w, 0);
@@ -360,9 +387,11 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		if (!u &&
 		    atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_STOPPING) {
 			atomic_fetch_add_explicit(&w->n_sleeps, 1, memory_order_relaxed);
+			uint64_t slept = wf_now_ns();
 			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
 			       WF_SLEEPING)
 				wf_futex_wait(&w->sleep_state, WF_SLEEPING, NULL);
+			tune_spin(w, wf_now_ns() - slept);
 		}
 		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);

@@ -71,6 +71,7 @@ typedef struct wf_worker {
 	long seen_top[WF_SEEN_MAX]; /* thief: victim's top (+1) at the last scan */
 	int seen_count;             /* thief: scans that saw it unchanged */
 	long created, exited;       /* ULTs created / exited here (see wf_live) */
+	long spin_ns;               /* current idle spin budget (tune_spin) */
 	pthread_t thread;
 	stack_t old_altstack;
 

@@ -119,6 +119,7 @@ static wf_worker_t *worker_new(int id)
 		return NULL;
 	memset(w, 0, sizeof *w);
 	w->id = id;
+	w->spin_ns = wf_rt.spin_ns;
 	w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1) ^ wf_now_ns();
 	if (!w->rng)
 		w->rng = 1;
