@@ -10,7 +10,11 @@
  *     joining oneself or closing a join cycle, EAGAIN/ENOMEM when resources
  *     run out. Bad input and exhaustion never abort the process.
  *   - The first call that needs the runtime initialises it with defaults;
- *     weft_init() is only needed to choose a configuration.
+ *     weft_init() is only needed to choose a configuration. If that first
+ *     call comes from the process's main thread, main becomes a ULT on
+ *     worker 0 (as with weft_init); from any other thread, the runtime
+ *     starts with all its workers on new kernel threads and the caller stays
+ *     a foreign thread (it may exit without taking a worker with it).
  *
  * Calling from a kernel thread that is not one of weft's workers (a plain
  * pthread the program made itself) is supported per call; each call's comment
@@ -66,9 +70,11 @@ typedef struct weft_config {
 	int sched;               /* enum weft_sched_kind */
 	int context;             /* enum weft_context_kind */
 	size_t stack_size;       /* default ULT stack; 0: WEFT_STACK_SIZE, else 64 KiB */
-	long idle_spin_ns;       /* how long an idle worker spins before it sleeps;
-	                            0: WEFT_IDLE_SPIN_NS, else the built-in budget;
-	                            negative: never spin */
+	long idle_spin_ns;       /* how long an idle worker spins before it sleeps (a
+	                            starting budget: each worker doubles it, up to 40x,
+	                            while it keeps being woken soon after sleeping);
+	                            0: WEFT_IDLE_SPIN_NS (0 there means never spin),
+	                            else 50 us; negative: never spin */
 	long guarded_stacks_max; /* stacks with a guard page before falling back to
 	                            guard-less slab stacks; 0: WEFT_GUARDED_STACKS
 	                            (0 there means none), else derived from
@@ -85,9 +91,11 @@ WEFT_API int weft_config_init(weft_config_t *cfg);
 WEFT_API int weft_init(const weft_config_t *cfg);
 
 /* Stop the runtime and free its resources. Must be called by the ULT that
- * initialised the runtime (EPERM otherwise); returns EBUSY while any other
- * ULT has not exited yet. Afterwards the caller is a plain kernel thread on
- * the kernel thread that called weft_init, and weft_init may be called again.
+ * initialised the runtime (if the runtime was started lazily by a thread
+ * other than main: by any thread that is not a worker); EPERM otherwise,
+ * EINVAL if the runtime is not running, EBUSY while any other ULT has not
+ * exited yet. Afterwards the caller is a plain kernel thread again, on the
+ * kernel thread that called weft_init, and weft_init may be called again.
  * Returning from main does the same when it can (no other ULT alive). */
 WEFT_API int weft_shutdown(void);
 
@@ -142,6 +150,9 @@ WEFT_API weft_t weft_self(void);
 WEFT_API int weft_equal(weft_t a, weft_t b);
 
 /* Let other ready ULTs run; returns at once if there are none.
+ * Note: only weft's own blocking calls free the worker for other ULTs; a
+ * ULT blocked in the kernel (read, nanosleep, pthread_join, ...) blocks its
+ * worker and the ULTs queued on it.
  * From a foreign thread: sched_yield(). Always returns 0. */
 WEFT_API int weft_yield(void);
 

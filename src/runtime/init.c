@@ -15,13 +15,22 @@ static void at_exit(void)
 	 * exits the process and nobody else is alive); otherwise the kernel
 	 * ends the workers with the process. */
 	wf_worker_t *w = wf_worker_self();
-	if (w && w->current == wf_rt.root && wf_live() == 0)
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return;
+	int allowed = wf_rt.root ? (w && w->current == wf_rt.root) : w == NULL;
+	if (allowed && wf_live() == 0)
 		weft_shutdown();
 }
 
-/* Make the calling kernel thread worker 0 and its caller the root ULT.
- * Called with init_lock held. */
-static int start(const weft_config_t *c)
+static int is_main_thread(void)
+{
+	return getpid() == (pid_t)syscall(SYS_gettid);
+}
+
+/* Start the runtime. with_root: the calling kernel thread becomes worker 0
+ * and its caller the root ULT; otherwise every worker is a new pthread and
+ * the caller stays a foreign thread. Called with init_lock held. */
+static int start(const weft_config_t *c, int with_root)
 {
 	wf_rt.nworkers = c->workers;
 	wf_rt.sched = c->sched;
@@ -38,21 +47,22 @@ static int start(const weft_config_t *c)
 
 	/* The root ULT runs on this kernel thread's own stack; its descriptor
 	 * (with room for a ucontext_t) is allocated apart. */
-	size_t reserve = wf_ctx_reserve();
-	wf_ult_t *root;
-	if (posix_memalign((void **)&root, 64, sizeof *root + reserve))
-		return ENOMEM;
-	memset(root, 0, sizeof *root + reserve);
-	root->stack_kind = WF_STACK_THREAD;
-	root->bound_worker = -1;
-	root->state = WF_RUNNING;
-	wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);
-	snprintf(root->name, sizeof root->name, "%s",
-		 getpid() == (pid_t)syscall(SYS_gettid) ? "main" : "root");
-	int e = wf_registry_add(NULL, root);
-	if (e) {
-		free(root);
-		return e;
+	int e;
+	wf_ult_t *root = NULL;
+	if (with_root) {
+		size_t reserve = wf_ctx_reserve();
+		if (posix_memalign((void **)&root, 64, sizeof *root + reserve))
+			return ENOMEM;
+		memset(root, 0, sizeof *root + reserve);
+		root->stack_kind = WF_STACK_THREAD;
+		root->bound_worker = -1;
+		root->state = WF_RUNNING;
+		wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);
+		snprintf(root->name, sizeof root->name, "%s", is_main_thread() ? "main" : "root");
+		if ((e = wf_registry_add(NULL, root))) {
+			free(root);
+			return e;
+		}
 	}
 	wf_rt.root = root;
 	atomic_store(&wf_rt.foreign_created, 0);
@@ -76,14 +86,16 @@ static int start(const weft_config_t *c)
 			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max);
 	return 0;
 fail:
-	wf_registry_remove(NULL, root);
-	free(root);
+	if (root) {
+		wf_registry_remove(NULL, root);
+		free(root);
+	}
 	wf_rt.root = NULL;
 	atomic_store(&wf_rt.state, WF_RT_OFF);
 	return e;
 }
 
-int weft_init(const weft_config_t *cfg)
+static int init(const weft_config_t *cfg, int with_root)
 {
 	weft_config_t zero, c;
 	memset(&zero, 0, sizeof zero);
@@ -94,16 +106,23 @@ int weft_init(const weft_config_t *cfg)
 	if (atomic_load(&wf_rt.state) != WF_RT_OFF)
 		e = EBUSY;
 	else
-		e = start(&c);
+		e = start(&c, with_root);
 	pthread_mutex_unlock(&init_lock);
 	return e;
+}
+
+int weft_init(const weft_config_t *cfg)
+{
+	return init(cfg, 1);
 }
 
 int wf_ensure_runtime(void)
 {
 	if (likely(atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING))
 		return 0;
-	int e = weft_init(NULL);
+	/* Only the process's main thread turns into a ULT when it starts weft
+	 * by using it: any other thread may exit and take worker 0 with it. */
+	int e = init(NULL, is_main_thread());
 	if (e == EBUSY) {
 		/* Someone else is starting it; wait until it runs (or failed). */
 		while (atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_STARTING)
@@ -129,17 +148,21 @@ int weft_shutdown(void)
 	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
 		return EINVAL;
 	wf_ult_t *root = wf_rt.root;
-	if (!w || w->current != root)
+	/* With a root ULT only it may stop the runtime; without one, any thread
+	 * that is not a worker may. */
+	if (root ? (!w || w->current != root) : w != NULL)
 		return EPERM;
 	if (wf_live() > 0)
 		return EBUSY;
 
 	pthread_mutex_lock(&init_lock);
-	/* Go home: the root ULT must end on the kernel thread that started it
-	 * (worker 0), which then stops being a worker. */
-	root->bound_worker = 0;
-	while ((w = wf_worker_self())->id != 0)
-		wf_block(w, root, WF_AFTER_REQUEUE);
+	if (root) {
+		/* Go home: the root ULT must end on the kernel thread that
+		 * started it (worker 0), which then stops being a worker. */
+		root->bound_worker = 0;
+		while ((w = wf_worker_self())->id != 0)
+			wf_block(w, root, WF_AFTER_REQUEUE);
+	}
 	atomic_store_explicit(&wf_rt.state, WF_RT_STOPPING, memory_order_release);
 	for (int i = 0; i < wf_rt.nworkers; i++)
 		wf_registry_drain_worker(wf_rt.workers[i]);
@@ -147,9 +170,11 @@ int weft_shutdown(void)
 	wf_registry_sweep(free_leftover);
 	wf_stack_global_drain();
 	wf_stack_signals_fini();
-	wf_registry_remove(NULL, root);
+	if (root) {
+		wf_registry_remove(NULL, root);
+		free(root);
+	}
 	wf_rt.root = NULL;
-	free(root);
 	atomic_store_explicit(&wf_rt.state, WF_RT_OFF, memory_order_release);
 	pthread_mutex_unlock(&init_lock);
 	return 0;

@@ -141,11 +141,15 @@ static void worker_free(wf_worker_t *w)
 	free(w);
 }
 
-/* Create all workers; the caller (becoming the root ULT, already described
- * by wf_rt.root) turns into worker 0. Returns 0 or a positive errno. */
+/* Create all workers. With a root ULT (wf_rt.root, the caller), the calling
+ * kernel thread becomes worker 0 and the others are new pthreads; without
+ * one (the runtime was started lazily by a thread that is not the process's
+ * main thread and may exit at any time), every worker is a new pthread.
+ * Returns 0 or a positive errno. */
 int wf_workers_start(void)
 {
 	int n = wf_rt.nworkers;
+	int first = wf_rt.root ? 1 : 0; /* first worker that gets its own pthread */
 	if (sched_getaffinity(0, sizeof allowed_cpus, &allowed_cpus) != 0)
 		CPU_ZERO(&allowed_cpus);
 	wf_rt.workers = calloc((size_t)n, sizeof *wf_rt.workers);
@@ -155,37 +159,43 @@ int wf_workers_start(void)
 		if (!(wf_rt.workers[i] = worker_new(i)))
 			goto fail_alloc;
 
-	/* Worker 0: this kernel thread, with its loop on a stack of its own. */
 	wf_worker_t *w0 = wf_rt.workers[0];
-	w0->loop_stack_size = LOOP_STACK_SIZE;
-	w0->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (w0->loop_stack == MAP_FAILED) {
-		w0->loop_stack = NULL;
-		goto fail_alloc;
+	if (wf_rt.root) {
+		/* Worker 0: this kernel thread, its loop on a stack of its own. */
+		w0->loop_stack_size = LOOP_STACK_SIZE;
+		w0->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (w0->loop_stack == MAP_FAILED) {
+			w0->loop_stack = NULL;
+			goto fail_alloc;
+		}
+		wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc,
+			    loop0_entry, NULL);
+		if (wf_rt.pin) {
+			root_affinity_saved =
+				pthread_getaffinity_np(pthread_self(), sizeof root_affinity,
+						       &root_affinity) == 0;
+			pin_self(0);
+		}
+		wf_worker_set_self(w0);
+		w0->current = wf_rt.root;
+		wf_rt.root->last_worker = 0;
+		wf_stack_altstack_init(w0);
 	}
-	wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc, loop0_entry, NULL);
-	if (wf_rt.pin) {
-		root_affinity_saved = pthread_getaffinity_np(pthread_self(), sizeof root_affinity,
-							     &root_affinity) == 0;
-		pin_self(0);
-	}
-	wf_worker_set_self(w0);
-	w0->current = wf_rt.root;
-	wf_rt.root->last_worker = 0;
-	wf_stack_altstack_init(w0);
 
-	for (int i = 1; i < n; i++) {
+	for (int i = first; i < n; i++) {
 		int e = pthread_create(&wf_rt.workers[i]->thread, NULL, worker_main,
 				       wf_rt.workers[i]);
 		if (e) {
 			/* Stop the ones already running, then undo worker 0. */
 			atomic_store(&wf_rt.state, WF_RT_STOPPING);
 			wf_wake_all();
-			for (int j = 1; j < i; j++)
+			for (int j = first; j < i; j++)
 				pthread_join(wf_rt.workers[j]->thread, NULL);
-			wf_stack_altstack_fini(w0);
-			wf_worker_set_self(NULL);
+			if (wf_rt.root) {
+				wf_stack_altstack_fini(w0);
+				wf_worker_set_self(NULL);
+			}
 			for (int j = 0; j < n; j++)
 				worker_free(wf_rt.workers[j]);
 			free(wf_rt.workers);
@@ -203,24 +213,28 @@ fail_alloc:
 	return ENOMEM;
 }
 
-/* Stop every worker but 0 and free all workers. The caller is the root ULT
- * running on worker 0 and wf_rt.state is WF_RT_STOPPING. */
+/* Stop the workers' pthreads and free all workers. wf_rt.state is
+ * WF_RT_STOPPING and no ULT but the root is alive; the caller is the root
+ * ULT running on worker 0, or (no root) a thread that is not a worker. */
 void wf_workers_stop(void)
 {
+	int first = wf_rt.root ? 1 : 0;
 	wf_wake_all();
-	for (int i = 1; i < wf_rt.nworkers; i++)
+	for (int i = first; i < wf_rt.nworkers; i++)
 		pthread_join(wf_rt.workers[i]->thread, NULL);
-	wf_worker_t *w0 = wf_rt.workers[0];
-	wf_stack_altstack_fini(w0);
-	if (root_affinity_saved) {
-		pthread_setaffinity_np(pthread_self(), sizeof root_affinity, &root_affinity);
-		root_affinity_saved = 0;
+	if (wf_rt.root) {
+		wf_stack_altstack_fini(wf_rt.workers[0]);
+		if (root_affinity_saved) {
+			pthread_setaffinity_np(pthread_self(), sizeof root_affinity,
+					       &root_affinity);
+			root_affinity_saved = 0;
+		}
+		wf_worker_set_self(NULL);
 	}
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_stack_cache_drain(wf_rt.workers[i]);
 		worker_free(wf_rt.workers[i]);
 	}
-	wf_worker_set_self(NULL);
 	free(wf_rt.workers);
 	wf_rt.workers = NULL;
 }

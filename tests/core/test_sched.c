@@ -1,0 +1,406 @@
+/* Scheduling: weft_yield, worker binding, spreading work across workers, the
+ * main ULT as an ordinary ULT, and idle workers sleeping. Every test
+ * initialises the runtime and shuts it down. */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static void *return_arg(void *arg)
+{
+	return arg;
+}
+
+/* Two ULTs bound to one worker log their turns; yield must alternate them. */
+enum { ALT_ROUNDS = 5000 };
+struct alternation {
+	atomic_int arrived;
+	atomic_int next;
+	char log[2 * ALT_ROUNDS];
+};
+struct alt_arg {
+	struct alternation *s;
+	char me;
+};
+
+static void *log_and_yield(void *arg)
+{
+	struct alt_arg *a = arg;
+	struct alternation *s = a->s;
+	atomic_fetch_add(&s->arrived, 1);
+	while (atomic_load(&s->arrived) < 2)
+		weft_yield();
+	for (int i = 0; i < ALT_ROUNDS; i++) {
+		s->log[atomic_fetch_add(&s->next, 1)] = a->me;
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void test_yield_alternates_two_ults_on_one_worker(void **state)
+{
+	wt_init(2);
+	static struct alternation s;
+	struct alt_arg a = {&s, 'A'}, b = {&s, 'B'};
+	weft_t ta = wt_spawn_on(1, log_and_yield, &a);
+	weft_t tb = wt_spawn_on(1, log_and_yield, &b);
+	wt_join(ta);
+	wt_join(tb);
+	WT_EQ(atomic_load(&s.next), 2 * ALT_ROUNDS);
+	for (int i = 1; i < 2 * ALT_ROUNDS; i++)
+		if (s.log[i] == s.log[i - 1])
+			fail_msg(
+				"entries %d and %d of the log are both %c: a yield did not run the "
+				"other ready ULT (log around it: %.16s)",
+				i - 1, i, s.log[i], &s.log[i >= 8 ? i - 8 : 0]);
+	WT_OK(weft_shutdown());
+}
+
+static void *yield_many(void *arg)
+{
+	for (int i = 0; i < 1000; i++)
+		if (weft_yield() != 0)
+			return (void *)1;
+	return NULL;
+}
+
+static void test_yield_with_nothing_else_returns(void **state)
+{
+	wt_init(1);
+	for (int i = 0; i < 10000; i++)
+		WT_OK(weft_yield());
+	weft_t t = wt_spawn(NULL, yield_many, NULL); /* main is blocked meanwhile */
+	WT_EQ_PTR(wt_join(t), NULL);
+	WT_OK(weft_shutdown());
+}
+
+/* A bound ULT checks its worker across yields and parks; a helper wakes it. */
+struct bound {
+	int k;
+	weft_t self;
+	atomic_int request;
+	atomic_int mismatches;
+	atomic_int last_seen;
+	atomic_int finished;
+};
+
+static void *stay_bound(void *arg)
+{
+	struct bound *b = arg;
+	for (int i = 0; i < 3000; i++) {
+		int w = weft_worker_id();
+		if (w != b->k) {
+			atomic_fetch_add(&b->mismatches, 1);
+			atomic_store(&b->last_seen, w);
+		}
+		if (i % 2 == 0) {
+			weft_yield();
+		} else {
+			atomic_store(&b->request, 1);
+			while (atomic_load(&b->request))
+				weft_park();
+		}
+	}
+	atomic_store(&b->finished, 1);
+	return NULL;
+}
+
+static void *wake_bound(void *arg)
+{
+	struct bound *b = arg;
+	while (!atomic_load(&b->finished)) {
+		if (atomic_load(&b->request)) {
+			atomic_store(&b->request, 0);
+			WT_OK(weft_unpark(b->self));
+		} else {
+			weft_yield();
+		}
+	}
+	return NULL;
+}
+
+static atomic_int stop_spinning;
+
+static void *spin_until_stopped(void *arg)
+{
+	while (!atomic_load(&stop_spinning)) {
+		for (volatile int i = 0; i < 10000; i++)
+			;
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void test_bound_ult_stays_on_its_worker(void **state)
+{
+	enum { W = 3 };
+	wt_init(W);
+	struct bound b[W];
+	weft_t helpers[W], spinners[W];
+	for (int k = 0; k < W; k++) {
+		b[k] = (struct bound){.k = k, .last_seen = k};
+		b[k].self = wt_spawn_on(k, stay_bound, &b[k]);
+	}
+	for (int k = 0; k < W; k++) {
+		helpers[k] = wt_spawn(NULL, wake_bound, &b[k]);
+		spinners[k] = wt_spawn(NULL, spin_until_stopped, NULL);
+	}
+	for (int k = 0; k < W; k++)
+		wt_join(b[k].self);
+	atomic_store(&stop_spinning, 1);
+	for (int k = 0; k < W; k++) {
+		wt_join(helpers[k]);
+		wt_join(spinners[k]);
+	}
+	for (int k = 0; k < W; k++)
+		if (atomic_load(&b[k].mismatches))
+			fail_msg("ULT bound to worker %d ran on worker %d (%d of 3000 checks)", k,
+				 atomic_load(&b[k].last_seen), atomic_load(&b[k].mismatches));
+	WT_OK(weft_shutdown());
+}
+
+static void test_create_on_out_of_range_worker_einval(void **state)
+{
+	wt_init(2);
+	weft_attr_t a;
+	weft_t t = WEFT_NULL;
+	WT_OK(weft_attr_init(&a));
+	WT_OK(weft_attr_setworker(&a, weft_num_workers()));
+	WT_ERR(weft_create(&t, &a, return_arg, NULL), EINVAL);
+	WT_OK(weft_attr_setworker(&a, 1000));
+	WT_ERR(weft_create(&t, &a, return_arg, NULL), EINVAL);
+	WT_OK(weft_attr_setworker(&a, weft_num_workers() - 1));
+	t = wt_spawn(&a, return_arg, (void *)2);
+	WT_EQ_PTR(wt_join(t), (void *)2);
+	WT_OK(weft_attr_destroy(&a));
+	WT_OK(weft_shutdown());
+}
+
+/* CPU-bound ULTs that never yield: each marks its worker and spins until
+ * every worker has been marked (or a generous deadline passes). */
+struct spread {
+	atomic_uint seen;
+	unsigned all;
+	uint64_t deadline;
+};
+
+static void *mark_and_spin(void *arg)
+{
+	struct spread *s = arg;
+	atomic_fetch_or(&s->seen, 1u << weft_worker_id());
+	while (atomic_load(&s->seen) != s->all && wt_now_ns() < s->deadline)
+		for (volatile int i = 0; i < 1000; i++)
+			;
+	return NULL;
+}
+
+static void test_cpu_bound_work_spreads_to_all_workers(void **state)
+{
+	enum { W = 3, N = 12 };
+	wt_init(W);
+	struct spread s = {.all = (1u << W) - 1, .deadline = wt_now_ns() + 20000000000ull};
+	weft_t t[N];
+	for (int i = 0; i < N; i++)
+		t[i] = wt_spawn(NULL, mark_and_spin, &s);
+	for (int i = 0; i < N; i++)
+		wt_join(t[i]);
+	WT_EQU(atomic_load(&s.seen), s.all);
+	WT_OK(weft_shutdown());
+}
+
+static void *set_flag(void *arg)
+{
+	atomic_store((atomic_int *)arg, 1);
+	return NULL;
+}
+
+static void test_main_yield_runs_others_on_one_worker(void **state)
+{
+	wt_init(1);
+	atomic_int flag = 0;
+	weft_t t = wt_spawn(NULL, set_flag, &flag);
+	WT_WAIT(atomic_load(&flag), 10); /* only runs if main's yield lets it */
+	wt_join(t);
+	WT_OK(weft_shutdown());
+}
+
+static void *yield_then_return(void *arg)
+{
+	for (int i = 0; i < 100; i++)
+		weft_yield();
+	return arg;
+}
+
+static void test_main_join_blocks_on_one_worker(void **state)
+{
+	/* A join by main must not busy-wait its (only) worker. */
+	wt_init(1);
+	for (intptr_t i = 1; i <= 50; i++) {
+		weft_t t = wt_spawn(NULL, yield_then_return, (void *)i);
+		WT_EQ_PTR(wt_join(t), (void *)i);
+	}
+	WT_OK(weft_shutdown());
+}
+
+struct waker {
+	weft_t main;
+	atomic_int flag;
+};
+
+static void *wake_main(void *arg)
+{
+	struct waker *w = arg;
+	for (int i = 0; i < 3; i++)
+		weft_yield();
+	atomic_store(&w->flag, 1);
+	WT_OK(weft_unpark(w->main));
+	return NULL;
+}
+
+static void test_main_migrates_and_shuts_down_on_its_thread(void **state)
+{
+	/* Main parks and is woken from worker 1, many times, and creates ULTs
+	 * wherever it runs. Whether it migrates is the scheduler's choice;
+	 * afterwards shutdown returns it to the kernel thread that called
+	 * weft_init. */
+	pid_t tid0 = gettid();
+	pthread_t self0 = pthread_self();
+	wt_init(2);
+	int migrated = 0;
+	for (int i = 0; i < 500; i++) {
+		struct waker w = {.main = weft_self()};
+		weft_t t = wt_spawn_on(1, wake_main, &w);
+		while (!atomic_load(&w.flag))
+			WT_OK(weft_park());
+		int wid = weft_worker_id();
+		WT_TRUE(wid == 0 || wid == 1, "worker id %d", wid);
+		if (wid != 0) {
+			migrated++;
+			WT_CMP(gettid(), !=, tid0);
+		}
+		weft_t u = wt_spawn(NULL, return_arg, (void *)(intptr_t)i);
+		WT_EQ_PTR(wt_join(u), (void *)(intptr_t)i);
+		wt_join(t);
+	}
+	WT_OK(weft_shutdown());
+	WT_EQ(gettid(), tid0);
+	WT_TRUE(pthread_equal(pthread_self(), self0), "pthread_self changed across init/shutdown");
+	WT_EQ(weft_worker_id(), -1);
+	printf("main ran on another worker after %d of 500 wake-ups\n", migrated);
+}
+
+/* Each worker is one kernel thread: weft_worker_id() and gettid() agree. */
+static atomic_int tid_of[8];
+static atomic_int tid_mismatches;
+
+static void *check_worker_tid(void *arg)
+{
+	for (int i = 0; i < 200; i++) {
+		int w = weft_worker_id();
+		int tid = (int)gettid();
+		int expected = 0;
+		if (!atomic_compare_exchange_strong(&tid_of[w], &expected, tid) && expected != tid)
+			atomic_fetch_add(&tid_mismatches, 1);
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void test_worker_id_matches_kernel_thread(void **state)
+{
+	enum { W = 3, N = 30 };
+	wt_init(W);
+	weft_t t[N];
+	for (int i = 0; i < N; i++)
+		t[i] = wt_spawn(NULL, check_worker_tid, NULL);
+	for (int i = 0; i < N; i++)
+		wt_join(t[i]);
+	WT_EQ(atomic_load(&tid_mismatches), 0);
+	for (int a = 0; a < W; a++)
+		for (int b = a + 1; b < W; b++)
+			if (atomic_load(&tid_of[a]) && atomic_load(&tid_of[b]))
+				WT_CMP(atomic_load(&tid_of[a]), !=, atomic_load(&tid_of[b]));
+	WT_OK(weft_shutdown());
+}
+
+static uint64_t cpu_time_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static void test_idle_workers_sleep(void **state)
+{
+	/* After the work is done, idle workers must block rather than spin:
+	 * over a second in which main sleeps in the kernel (blocking its own
+	 * worker, which is fine here), the process uses well under 20% of one
+	 * core. A generous bound on a behaviour, not a speed assertion. */
+	wt_init(4);
+	weft_t t[100];
+	for (int i = 0; i < 100; i++)
+		t[i] = wt_spawn(NULL, yield_then_return, NULL);
+	for (int i = 0; i < 100; i++)
+		wt_join(t[i]);
+	sleep_ms(200); /* let any idle spinning budget run out */
+	uint64_t c0 = cpu_time_ns(), w0 = wt_now_ns();
+	sleep_ms(1000);
+	uint64_t c1 = cpu_time_ns(), w1 = wt_now_ns();
+	double share = (double)(c1 - c0) / (double)(w1 - w0);
+	if (share >= 0.2)
+		fail_msg("idle process used %.1f%% of a core over %.2f s (limit 20%%)", share * 100,
+			 (double)(w1 - w0) / 1e9);
+	WT_OK(weft_shutdown());
+}
+
+static atomic_long yields_done;
+
+static void *count_yields(void *arg)
+{
+	for (int i = 0; i < 1000; i++) {
+		weft_yield();
+		atomic_fetch_add(&yields_done, 1);
+	}
+	return NULL;
+}
+
+static void test_many_yielding_ults_all_finish(void **state)
+{
+	enum { N = 200 };
+	wt_init(0);
+	weft_t t[N];
+	for (int i = 0; i < N; i++)
+		t[i] = wt_spawn(NULL, count_yields, NULL);
+	for (int i = 0; i < N; i++)
+		wt_join(t[i]);
+	WT_EQ(atomic_load(&yields_done), N * 1000);
+	WT_OK(weft_shutdown());
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_yield_alternates_two_ults_on_one_worker),
+		cmocka_unit_test(test_yield_with_nothing_else_returns),
+		cmocka_unit_test(test_bound_ult_stays_on_its_worker),
+		cmocka_unit_test(test_create_on_out_of_range_worker_einval),
+		cmocka_unit_test(test_cpu_bound_work_spreads_to_all_workers),
+		cmocka_unit_test(test_main_yield_runs_others_on_one_worker),
+		cmocka_unit_test(test_main_join_blocks_on_one_worker),
+		cmocka_unit_test(test_main_migrates_and_shuts_down_on_its_thread),
+		cmocka_unit_test(test_worker_id_matches_kernel_thread),
+		cmocka_unit_test(test_idle_workers_sleep),
+		cmocka_unit_test(test_many_yielding_ults_all_finish),
+	};
+	return WT_RUN(argc, argv, tests);
+}
