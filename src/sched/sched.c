@@ -51,6 +51,8 @@
  */
 #include "sched/sched.h"
 
+#include <sched.h>
+
 #include <stdlib.h>
 
 wf_runtime_t wf_rt;
@@ -315,6 +317,8 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 #ifndef SPIN_PAUSES
 #define SPIN_PAUSES 64
 #endif
+/* scans between two sched_yield() calls of a spinning worker (power of 2) */
+#define SPIN_YIELD_EVERY 4
 
 /* The idle spin budget tunes itself per worker. A futex wake of a sleeping
  * core costs tens of microseconds on a small VM - about as long as a fixed
@@ -373,6 +377,11 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			 * queue cache lines over, slowing their owners down. */
 			for (unsigned i = 0; i < SPIN_PAUSES; i++)
 				wf_cpu_relax();
+			/* With more runnable kernel threads than CPUs, the thread
+			 * that will hand us work may be waiting for this very
+			 * CPU: let it run now and then. */
+			if ((iter & (SPIN_YIELD_EVERY - 1)) == SPIN_YIELD_EVERY - 1)
+				sched_yield();
 			if (wf_now_ns() > deadline)
 				break;
 		}
