@@ -1,0 +1,52 @@
+/* The systems weft is compared with. Each entry point runs one measurement
+ * of size n on the calling (plain) kernel thread, stores the wall time in
+ * *elapsed_ns and returns 0 or an errno value. They know nothing of the
+ * harness, so a peer file is only its library's code.
+ *
+ * CPU arguments are CPU numbers to pin to, or -1 for "not pinned".
+ */
+#ifndef WB_PEERS_H
+#define WB_PEERS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* glibc pthreads (peers_pthread.c) */
+
+/* n times pthread_create + pthread_join of a thread that returns at once. */
+int wb_pthread_create_join(long n, int64_t *elapsed_ns);
+/* Two threads pinned to cpu hand a turn back and forth n times, waiting
+ * for it with sched_yield: n round trips, 2n switches. */
+int wb_pthread_yield_pingpong(long n, int cpu, int64_t *elapsed_ns);
+/* Two threads, on cpu_a and cpu_b, hand a turn back and forth n times,
+ * waiting for it with FUTEX_WAIT: n round trips. */
+int wb_pthread_futex_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns);
+/* fib(k) with one pthread per call; *threads is the number of threads made. */
+int wb_pthread_fib(int k, long *threads, int64_t *elapsed_ns);
+/* n threads alive at once: thread i creates thread i+1 and joins it. */
+int wb_pthread_chain(long n, int64_t *elapsed_ns);
+
+/* glibc ucontext (peers_ucontext.c) */
+
+/* n swapcontext round trips between two contexts (2n switches). */
+int wb_ucontext_swap_rt(long n, int64_t *elapsed_ns);
+
+/* Boost (peers_boost.cc), present when WB_HAVE_BOOST */
+
+/* n jump_fcontext round trips between two bare contexts (2n switches). */
+int wb_boost_jump_rt(long n, int64_t *elapsed_ns);
+/* n times boost::context::callcc: create, run, destroy. */
+int wb_boost_callcc(long n, int64_t *elapsed_ns);
+/* n times boost::fibers::fiber f(fn); f.join(). */
+int wb_boost_fiber_create_join(long n, int64_t *elapsed_ns);
+/* Two fibers each call boost::this_fiber::yield() n times (2n switches). */
+int wb_boost_fiber_yield(long n, int64_t *elapsed_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
