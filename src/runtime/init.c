@@ -116,10 +116,8 @@ int weft_init(const weft_config_t *cfg)
 	return init(cfg, 1);
 }
 
-int wf_ensure_runtime(void)
+int wf_start_lazily(void)
 {
-	if (likely(atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING))
-		return 0;
 	/* Only the process's main thread turns into a ULT when it starts weft
 	 * by using it: any other thread may exit and take worker 0 with it. */
 	int e = init(NULL, is_main_thread());

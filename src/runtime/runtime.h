@@ -14,7 +14,13 @@
 WF_HIDDEN int wf_config_resolve(const weft_config_t *in, weft_config_t *out);
 
 /* Start the runtime with defaults unless it runs already. */
-WF_HIDDEN int wf_ensure_runtime(void);
+WF_HIDDEN int wf_start_lazily(void);
+static inline int wf_ensure_runtime(void)
+{
+	if (likely(atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING))
+		return 0;
+	return wf_start_lazily();
+}
 
 /* Registry upkeep at shutdown. */
 WF_HIDDEN void wf_registry_drain_worker(wf_worker_t *w);

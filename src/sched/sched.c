@@ -165,10 +165,18 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
 	 * detach -> CLAIMED (its owner is already known). */
 	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
-	while (!atomic_compare_exchange_weak_explicit(
-		&u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
-		memory_order_acq_rel, memory_order_acquire))
-		;
+	if (old == WF_JOIN_NONE) {
+		/* Only NONE can still change under us (a joiner registering, a
+		 * detach): settle it with a CAS. */
+		while (!atomic_compare_exchange_weak_explicit(
+			&u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
+			memory_order_acq_rel, memory_order_acquire))
+			;
+	} else {
+		/* A registered joiner or a detach is final: nobody else writes
+		 * the word any more, and the release store publishes retval. */
+		atomic_store_explicit(&u->joiner, WF_JOIN_CLAIMED, memory_order_release);
+	}
 	if (u != wf_rt.root) /* the root was not made by weft_create */
 		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 	if (old == WF_JOIN_DETACHED) {
