@@ -328,6 +328,15 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 /* scans between two sched_yield() calls of a spinning worker (power of 2) */
 #define SPIN_YIELD_EVERY 4
 
+/* Work addressed to w or to everyone arrived? Two counters, read without
+ * locking: cheap enough to poll between pauses, so a hand-off to a spinning
+ * worker does not wait for its next full scan. Called only by w's owner. */
+static inline int work_hint(wf_worker_t *w)
+{
+	return atomic_load_explicit(&w->inbox_n, memory_order_relaxed) != 0 ||
+	       atomic_load_explicit(&wf_rt.global_n, memory_order_relaxed) != 0;
+}
+
 /* The idle spin budget tunes itself per worker. A futex wake of a sleeping
  * core costs tens of microseconds on a small VM - about as long as a fixed
  * budget - and once one side of a cross-worker hand-off sleeps, the other's
@@ -383,7 +392,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 				break;
 			/* Back off between scans: every scan pulls the victims'
 			 * queue cache lines over, slowing their owners down. */
-			for (unsigned i = 0; i < SPIN_PAUSES; i++)
+			for (unsigned i = 0; i < SPIN_PAUSES && !work_hint(w); i++)
 				wf_cpu_relax();
 			/* With more runnable kernel threads than CPUs, the thread
 			 * that will hand us work may be waiting for this very
