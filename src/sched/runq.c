@@ -109,12 +109,6 @@ wf_ult_t *wf_runq_get(wf_worker_t *w)
 	return u;
 }
 
-int wf_runq_empty(wf_worker_t *w)
-{
-	return atomic_load_explicit(&w->bottom, memory_order_seq_cst) <=
-	       atomic_load_explicit(&w->top, memory_order_seq_cst);
-}
-
 /* Take the oldest ULT of victim's deque. patient: take a single queued ULT
  * at once (the thief is about to sleep). Called by w's owner. */
 wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int patient)

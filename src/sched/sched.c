@@ -2,17 +2,25 @@
  *
  * Concepts
  *   worker   a kernel thread (glibc pthread) that runs ULTs, one per core by
- *            default. Worker 0 is the kernel thread that called weft_init;
- *            the others are created by it (worker.c).
+ *            default. Worker 0 is the kernel thread that called weft_init
+ *            (when the runtime has a root ULT, see init.c); the others are
+ *            created at start-up (worker.c).
  *   ULT      a user-level thread: a descriptor and a stack (ult.h).
  *   loop     each worker's scheduler loop, a context of its own (loop_ctx)
  *            that runs only when the worker has no ULT to run: it spins,
  *            steals, and finally sleeps on a futex.
  *
+ * Alternatives rejected
+ *   Switching through the loop on every hand-off (QuickThreads' and seed
+ *   000's structure) costs two switches per yield; the direct switch below
+ *   costs one. A FIFO run queue per worker (Go's) made fork-join programs run
+ *   breadth-first: fib(25) kept ~10^5 stacks alive and paid a page fault for
+ *   each (2.5 us per ULT); the LIFO deque keeps it depth-first (~0.15 us).
+ *
  * Switching
- *   A ULT that stops running (yield, park, exit) switches *directly* to the
- *   next ULT of its worker, not through the loop: one context switch per
- *   hand-off. Only when nothing is ready does it switch to the loop.
+ *   A ULT that stops running (yield, park, join, exit) switches *directly*
+ *   to the next ULT of its worker, not through the loop: one context switch
+ *   per hand-off. Only when nothing is ready does it switch to the loop.
  *
  *   The ULT that switched away is still "on its stack" until the switch
  *   completes, so it must not become visible to other workers before then -
@@ -20,39 +28,44 @@
  *   the leaving ULT does not queue itself: it records itself and an action
  *   in w->prev / w->prev_action, and the context that resumes on the same
  *   worker performs the action first thing (wf_after_switch):
- *     REQUEUE  put it back at the tail of a run queue (yield);
+ *     REQUEUE  queue it behind everything ready (yield);
  *     PARK     commit the park: CAS parker EMPTY->PARKED, or, if an unpark
  *              came in meanwhile (NOTIFIED), consume it and requeue;
+ *     JOIN     register it as the joiner of its target (CAS NONE->joiner),
+ *              or requeue it if the target already exited;
  *     EXIT     publish the exit to a joiner, or free a detached ULT.
+ *   An exiting ULT whose joiner is registered switches straight to it.
  *   Every switch hands the worker pointer to the resumed side, so resumed
  *   code never has to trust a thread-local read cached before the switch.
  *
  * Run queues (runq.c)
- *   steal (default): per-worker bounded ring + runnext slot, randomized
- *   stealing of half a ring by idle workers; ring overflow and ULTs made
- *   runnable by foreign threads go to the global queue, which workers check
- *   every 61 decisions and whenever their own queue is empty.
+ *   steal (default): a Chase-Lev deque per worker - the owner pushes and
+ *   pops at the bottom (LIFO), idle workers steal the oldest entry from the
+ *   top, starting at a random victim; deque overflow, ULTs made runnable by
+ *   foreign threads, and yielding ULTs go to the global FIFO, which workers
+ *   check every 61 decisions and whenever their own queues are empty.
  *   share: one central FIFO that all workers take from (seed 000's
  *   work-sharing design).
  *   Bound ULTs (weft_attr_setworker) never enter a stealable queue: their
  *   own worker keeps them in `local` (queued by itself, no atomics) or they
  *   arrive in its `inbox` (queued by others, spinlock).
  *
- *   A new ULT goes to its creator's worker (runnext, so a create+join runs
- *   the child next); a woken ULT goes to the waker's worker. If a worker is
- *   asleep and none is spinning, one is woken to steal (wf_wake_one_idle).
+ *   A new ULT goes to its creator's worker (bottom of the deque, so a
+ *   create+join runs the child next); a woken ULT goes to the waker's
+ *   worker. If a worker is asleep and none is spinning, one is woken to
+ *   steal (wf_wake_one_idle).
  *
- * Idle workers (worker.c has the sleep protocol)
- *   The loop spins for idle_spin_ns looking for work (own queues, global
- *   queue, stealing), then announces itself asleep, checks every queue once
- *   more, and waits on its futex. Whoever queues work checks for sleepers
- *   after a full fence, so either the sleeper sees the work or the waker sees
- *   the sleeper (the store-buffering pattern, both sides fenced).
+ * Idle workers (worker.c has the wake side)
+ *   The loop spins looking for work (own queues, global queue, stealing) for
+ *   a budget that tunes itself (tune_spin), then announces itself asleep,
+ *   checks every queue once more, and waits on its futex. Whoever queues
+ *   work checks for sleepers after a full fence, so either the sleeper sees
+ *   the work or the waker sees the sleeper (the store-buffering pattern,
+ *   both sides fenced).
  */
 #include "sched/sched.h"
 
 #include <sched.h>
-
 #include <stdlib.h>
 
 wf_runtime_t wf_rt;

@@ -70,7 +70,7 @@ typedef struct wf_worker {
 	int nstacks;
 	long seen_top[WF_SEEN_MAX]; /* thief: victim's top (+1) at the last scan */
 	int seen_count;             /* thief: scans that saw it unchanged */
-	long created, exited;       /* ULTs created / exited here (see wf_live) */
+	long created, exited;       /* ULTs created / exited here; owner writes, wf_live reads */
 	long spin_ns;               /* current idle spin budget (tune_spin) */
 	pthread_t thread;
 	stack_t old_altstack;
@@ -141,7 +141,6 @@ WF_HIDDEN void wf_wake_all(void);
 WF_HIDDEN void wf_runq_put(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN wf_ult_t *wf_runq_get(wf_worker_t *w);
 WF_HIDDEN wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int patient);
-WF_HIDDEN int wf_runq_empty(wf_worker_t *w);
 WF_HIDDEN void wf_global_put(wf_ult_t *u);
 WF_HIDDEN wf_ult_t *wf_global_get(void);
 WF_HIDDEN void wf_inbox_put(wf_worker_t *w, wf_ult_t *u);
