@@ -20,7 +20,7 @@ release:
 	$(CMAKE) -S . -B build-release $(GEN) -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF
 	$(CMAKE) --build build-release -j $(JOBS)
 
-test: test-main test-asan test-aarch64 format-check
+test: format-check test-aarch64 test-asan test-main
 
 test-main: build
 	cd build && ctest --output-on-failure -j $(JOBS) -LE stress
