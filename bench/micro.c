@@ -356,6 +356,40 @@ static int weft_chain(const wb_case_t *c, long n, wb_sample_t *s)
 	return 0;
 }
 
+/* Idle: wake every worker with a burst of ULTs, then leave the process idle
+ * (main sleeps in the kernel, the other workers have nothing to do) for n
+ * milliseconds; the value is the CPU time the process used meanwhile, in
+ * percent of one core. Workers must park instead of spinning. */
+static void *idle_burst(void *p)
+{
+	return p;
+}
+
+static int weft_idle(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	for (int i = 0; i < 1000; i++) {
+		weft_t t;
+		int rc = weft_create(&t, NULL, idle_burst, NULL);
+		if (!rc)
+			rc = weft_join(t, NULL);
+		if (rc) {
+			ERR(s, "burst: %s", strerror(rc));
+			return rc;
+		}
+	}
+	struct timespec c0, c1, d = {n / 1000, (n % 1000) * 1000000};
+	int64_t t0 = wb_now_ns();
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	while (nanosleep(&d, &d) != 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	s->elapsed_ns = (double)(wb_now_ns() - t0);
+	double cpu_ns = (double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec);
+	s->value = 100.0 * cpu_ns / s->elapsed_ns;
+	return 0;
+}
+
 /* ---- peers ------------------------------------------------------------- */
 
 static int done(wb_sample_t *s, int rc, int64_t el, double ops, const char *what)
@@ -894,6 +928,26 @@ int wb_micro_main(const wb_opts_t *o)
 				if (w == pt && o->chain_pthread_n < 32439)
 					wb_row_note(w, "~32,439 fit with default attributes");
 			}
+			emit(&r, rows, g.ncases);
+		}
+	}
+
+	/* An idle process: workers parked, no CPU used */
+	{
+		char note[96];
+		long ms = o->quick ? 200 : 2000;
+		snprintf(note, sizeof note, "CPU used while idle for %.1f s after a burst of ULTs",
+			 ms / 1000.0);
+		wb_case_t wa = WEFT_CASE(WEFT_CONTEXT_ASM, weft_idle, "any", note);
+		wa.n = ms;
+		wa.trials = o->quick ? 1 : 3;
+		wa.no_warmup = 1;
+		wa.no_ratio = 1;
+		wb_case_t cases[] = {wa};
+		wb_group_t g = {"idle", "% core", cases, NCASES(cases)};
+		wb_row_t rows[NCASES(cases)];
+		if (wb_selected_bench(o, g.bench)) {
+			wb_run_group(o, &g, rows);
 			emit(&r, rows, g.ncases);
 		}
 	}
