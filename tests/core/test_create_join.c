@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 static void *return_arg(void *arg)
 {
@@ -603,6 +604,65 @@ static void test_custom_stack_size(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Exhaustion is an error code, never an abort: with the address space
+ * capped, creating ULTs that stay alive must end in ENOMEM or EAGAIN, and
+ * the runtime must work normally once they are gone. */
+static atomic_int exhaust_release;
+
+static void *park_until_released(void *arg)
+{
+	while (!atomic_load(&exhaust_release))
+		weft_park();
+	return arg;
+}
+
+static long vm_size_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static void test_exhaustion_returns_error(void **state)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	wt_skip("AddressSanitizer reserves its shadow memory: an address-space cap breaks it");
+#endif
+	wt_init(2);
+	long kb = vm_size_kb();
+	WT_CMP(kb, >, 0);
+	struct rlimit rl = {.rlim_cur = (rlim_t)(kb + 128 * 1024) * 1024,
+			    .rlim_max = RLIM_INFINITY};
+	WT_EQ(setrlimit(RLIMIT_AS, &rl), 0);
+
+	enum { MAX = 100000 };
+	static weft_t ids[MAX];
+	int n = 0, r = 0;
+	while (n < MAX && (r = weft_create(&ids[n], NULL, park_until_released, NULL)) == 0)
+		n++;
+	WT_TRUE(r == ENOMEM || r == EAGAIN, "weft_create under an address-space cap returned %s",
+		wt_errname(r));
+	WT_CMP(n, >, 100); /* 128 MiB hold a good number of 64 KiB stacks */
+
+	atomic_store(&exhaust_release, 1);
+	for (int i = 0; i < n; i++)
+		WT_OK(weft_unpark(ids[i]));
+	for (int i = 0; i < n; i++)
+		WT_OK(weft_join(ids[i], NULL));
+	/* Their stacks are cached again: creating works. */
+	weft_t t = wt_spawn(NULL, return_arg, (void *)7);
+	void *v = NULL;
+	WT_OK(weft_join(t, &v));
+	WT_EQ_PTR(v, (void *)7);
+	WT_OK(weft_shutdown());
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +691,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_recursive_fork_join_fib),
 		cmocka_unit_test(test_user_stack),
 		cmocka_unit_test(test_custom_stack_size),
+		cmocka_unit_test(test_exhaustion_returns_error),
 	};
 	return WT_RUN(argc, argv, tests);
 }
