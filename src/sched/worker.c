@@ -25,14 +25,23 @@ static cpu_set_t allowed_cpus;
 static cpu_set_t root_affinity;
 static int root_affinity_saved;
 
+/* Wake t if it sleeps: CAS SLEEPING -> AWAKE so each sleep is woken once,
+ * then futex-wake it. Returns whether it did. The caller has fenced. */
+static int wake_if_sleeping(wf_worker_t *t)
+{
+	int s = WF_SLEEPING;
+	if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) != WF_SLEEPING ||
+	    !atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return 0;
+	wf_futex_wake(&t->sleep_state, 1);
+	return 1;
+}
+
 void wf_wake_worker(wf_worker_t *t)
 {
 	atomic_thread_fence(memory_order_seq_cst);
-	int s = WF_SLEEPING;
-	if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) == WF_SLEEPING &&
-	    atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
-						    memory_order_acq_rel, memory_order_relaxed))
-		wf_futex_wake(&t->sleep_state, 1);
+	wake_if_sleeping(t);
 }
 
 void wf_wake_one_idle(void)
@@ -41,17 +50,9 @@ void wf_wake_one_idle(void)
 	if (atomic_load_explicit(&wf_rt.nsleeping, memory_order_relaxed) == 0 ||
 	    atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0)
 		return;
-	for (int i = 0; i < wf_rt.nworkers; i++) {
-		wf_worker_t *t = wf_rt.workers[i];
-		int s = WF_SLEEPING;
-		if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) == WF_SLEEPING &&
-		    atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
-							    memory_order_acq_rel,
-							    memory_order_relaxed)) {
-			wf_futex_wake(&t->sleep_state, 1);
+	for (int i = 0; i < wf_rt.nworkers; i++)
+		if (wake_if_sleeping(wf_rt.workers[i]))
 			return;
-		}
-	}
 }
 
 void wf_wake_all(void)
