@@ -99,6 +99,7 @@ struct foreign_wake {
 	atomic_ulong id[FOREIGN_ROUNDS];
 	atomic_int flag[FOREIGN_ROUNDS];
 	atomic_int parking[FOREIGN_ROUNDS];
+	atomic_int unparked[FOREIGN_ROUNDS];
 	atomic_int bad_rc;
 };
 struct round_arg {
@@ -125,6 +126,7 @@ static void *foreign_waker(void *arg)
 		int rc = weft_unpark((weft_t)atomic_load(&s->id[r]));
 		if (rc)
 			atomic_store(&s->bad_rc, rc);
+		atomic_store(&s->unparked[r], 1);
 	}
 	return NULL;
 }
@@ -140,6 +142,9 @@ static void test_unpark_from_foreign_thread_wakes(void **state)
 		args[r] = (struct round_arg){&s, r};
 		weft_t t = wt_spawn(NULL, park_until_flag, &args[r]);
 		atomic_store(&s.id[r], t);
+		/* Join only after the unpark: a joined ULT's id is gone (ESRCH). */
+		while (!atomic_load(&s.unparked[r]))
+			WT_OK(weft_yield());
 		WT_EQ_PTR(wt_join(t), (void *)(intptr_t)r);
 	}
 	wt_pthread_join(&p);

@@ -148,13 +148,14 @@ static void test_bound_ult_stays_on_its_worker(void **state)
 		helpers[k] = wt_spawn(NULL, wake_bound, &b[k]);
 		spinners[k] = wt_spawn(NULL, spin_until_stopped, NULL);
 	}
-	for (int k = 0; k < W; k++)
-		wt_join(b[k].self);
-	atomic_store(&stop_spinning, 1);
+	/* Helpers first: a helper's last unpark must find its ULT not yet joined. */
 	for (int k = 0; k < W; k++) {
 		wt_join(helpers[k]);
-		wt_join(spinners[k]);
+		wt_join(b[k].self);
 	}
+	atomic_store(&stop_spinning, 1);
+	for (int k = 0; k < W; k++)
+		wt_join(spinners[k]);
 	for (int k = 0; k < W; k++)
 		if (atomic_load(&b[k].mismatches))
 			fail_msg("ULT bound to worker %d ran on worker %d (%d of 3000 checks)", k,
