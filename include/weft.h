@@ -178,4 +178,6 @@ WEFT_API int weft_getname(weft_t t, char *buf, size_t n);
 }
 #endif
 
+#include <weft/sync.h> /* synchronization, timers, thread-specific data, cancellation */
+
 #endif /* WEFT_H */

@@ -55,6 +55,7 @@ static int start(const weft_config_t *c, int with_root)
 			return ENOMEM;
 		memset(root, 0, sizeof *root + reserve);
 		root->stack_kind = WF_STACK_THREAD;
+		root->parker.ult = root;
 		root->bound_worker = -1;
 		root->state = WF_RUNNING;
 		wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
+#include "sync/wait.h"
 
 /* First code of every ULT (through the context trampoline). */
 static void ult_entry(void *transfer, void *arg)
@@ -13,6 +14,8 @@ static void ult_entry(void *transfer, void *arg)
 	wf_after_switch(transfer);
 	wf_ult_t *u = arg;
 	u->retval = u->fn(u->arg);
+	if (unlikely(u->tsd != NULL))
+		wf_ult_exiting(u, 0); /* returning does not run cleanup handlers */
 	wf_exit_current(wf_worker_self(), u);
 }
 
@@ -132,6 +135,7 @@ int weft_join(weft_t t, void **ret)
 	wf_ult_t *u = wf_registry_find(t);
 	if (!u)
 		return ESRCH;
+	wf_testcancel(); /* a cancellation point (only on entry: see cancel.c) */
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *self = w ? w->current : NULL;
 	if (u == self)
@@ -169,6 +173,9 @@ void weft_exit(void *ret)
 	if (!w || !w->current)
 		wf_panic("weft_exit called from a kernel thread that is not a ULT");
 	wf_ult_t *self = w->current;
+	/* Handlers and destructors may block and resume on another worker. */
+	wf_ult_exiting(self, 1);
+	w = wf_worker_self();
 	self->retval = ret;
 	if (self == wf_rt.root)
 		atomic_store_explicit(&wf_rt.root_exited, 1, memory_order_release);

@@ -33,40 +33,94 @@
  * Who owns the parked ULT: between the commit (EMPTY -> PARKED) and the
  * unpark exchange that finds PARKED, nobody may touch it; after that, only
  * that unparker, until it has queued the ULT.
+ *
+ * Where a parker lives: a ULT's own one in its descriptor (weft_park), a
+ * foreign thread's in thread-local storage, and a wait-on-address waiter's
+ * on the waiter's stack (src/sync/wait.c). A parker on a stack is safe
+ * because its unparker touches it for the last time before the owner can
+ * return: the first exchange if the owner had not blocked yet (the owner
+ * returns only after it sees that token), and otherwise the second exchange,
+ * which comes before the ULT is queued, or which a foreign owner waits for
+ * (it returns only once the word is EMPTY again; the futex wake after it
+ * may hit a dead address, which the kernel tolerates).
  */
 #include "sched/sched.h"
 
-static __thread wf_parker_t foreign_parker = {.foreign = 1};
+static __thread wf_parker_t foreign_parker; /* .ult = NULL: foreign */
 
 wf_parker_t *wf_foreign_parker(void)
 {
 	return &foreign_parker;
 }
 
-void wf_park(wf_parker_t *p)
+/* Consume a waiting token: NOTIFIED -> EMPTY. */
+static inline int take_token(wf_parker_t *p)
 {
 	int e = WF_PARK_NOTIFIED;
-	if (atomic_compare_exchange_strong_explicit(&p->state, &e, WF_PARK_EMPTY,
-						    memory_order_acquire, memory_order_relaxed))
+	return atomic_compare_exchange_strong_explicit(&p->state, &e, WF_PARK_EMPTY,
+						       memory_order_acquire, memory_order_relaxed);
+}
+
+void wf_park(wf_parker_t *p)
+{
+	if (take_token(p))
 		return;
-	if (!p->foreign) {
+	if (p->ult) {
 		wf_worker_t *w = wf_worker_self();
 		atomic_fetch_add_explicit(&w->n_parks, 1, memory_order_relaxed);
-		wf_block(w, wf_ult_of_parker(p), WF_AFTER_PARK);
+		w->prev_parker = p;
+		wf_block(w, p->ult, WF_AFTER_PARK);
 		return;
 	}
-	e = WF_PARK_EMPTY;
+	wf_park_until(p, 0);
+}
+
+/* Foreign threads only: park until a token arrives or, if deadline_ns is
+ * not 0, until CLOCK_MONOTONIC passes it. Returns 0 (token consumed) or
+ * ETIMEDOUT (no token consumed, the parker is EMPTY). */
+int wf_park_until(wf_parker_t *p, uint64_t deadline_ns)
+{
+	WF_ASSERT(p->ult == NULL);
+	if (take_token(p))
+		return 0;
+	int e = WF_PARK_EMPTY;
 	if (!atomic_compare_exchange_strong_explicit(&p->state, &e, WF_PARK_PARKED,
 						     memory_order_acq_rel, memory_order_acquire)) {
-		atomic_store_explicit(&p->state, WF_PARK_EMPTY, memory_order_relaxed);
-		return;
+		take_token(p); /* an unpark came in between: its token is ours */
+		return 0;
 	}
-	while (atomic_load_explicit(&p->state, memory_order_acquire) == WF_PARK_PARKED)
-		wf_futex_wait(&p->state, WF_PARK_PARKED, NULL);
+	for (;;) {
+		int s = atomic_load_explicit(&p->state, memory_order_acquire);
+		if (s == WF_PARK_EMPTY)
+			return 0; /* the unparker is done with p */
+		if (s == WF_PARK_NOTIFIED) {
+			wf_cpu_relax(); /* between the unparker's two exchanges */
+			continue;
+		}
+		struct timespec rel, *relp = NULL;
+		if (deadline_ns) {
+			uint64_t now = wf_now_ns();
+			if (now >= deadline_ns) {
+				e = WF_PARK_PARKED;
+				if (atomic_compare_exchange_strong_explicit(
+					    &p->state, &e, WF_PARK_EMPTY, memory_order_acquire,
+					    memory_order_relaxed))
+					return ETIMEDOUT;
+				continue; /* an unparker won: wait for it to finish */
+			}
+			rel.tv_sec = (time_t)((deadline_ns - now) / 1000000000u);
+			rel.tv_nsec = (long)((deadline_ns - now) % 1000000000u);
+			relp = &rel;
+		}
+		wf_futex_wait(&p->state, WF_PARK_PARKED, relp);
+	}
 }
 
 void wf_unpark(wf_parker_t *p)
 {
+	/* Read before the first exchange: after it, an owner that had not
+	 * blocked yet may return, and p may be gone. */
+	wf_ult_t *u = p->ult;
 	/* Always an exchange, never "load, see NOTIFIED, return": the caller
 	 * has just published the condition its parker will re-check (a turn
 	 * variable, a queue). A plain load may be performed before that store
@@ -82,8 +136,8 @@ void wf_unpark(wf_parker_t *p)
 	 * an unpark that came in meanwhile, and what it published, is ordered
 	 * before the parked thread runs again. */
 	atomic_exchange_explicit(&p->state, WF_PARK_EMPTY, memory_order_acq_rel);
-	if (p->foreign)
-		wf_futex_wake(&p->state, 1);
+	if (u)
+		wf_make_runnable(wf_worker_self(), u);
 	else
-		wf_make_runnable(wf_worker_self(), wf_ult_of_parker(p));
+		wf_futex_wake(&p->state, 1);
 }

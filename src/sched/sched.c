@@ -29,7 +29,8 @@
  *   in w->prev / w->prev_action, and the context that resumes on the same
  *   worker performs the action first thing (wf_after_switch):
  *     REQUEUE  queue it behind everything ready (yield);
- *     PARK     commit the park: CAS parker EMPTY->PARKED, or, if an unpark
+ *     PARK     commit the park (on w->prev_parker, the ULT's own parker or
+ *              a waiter's): CAS parker EMPTY->PARKED, or, if an unpark
  *              came in meanwhile (NOTIFIED), consume it and requeue;
  *     JOIN     register it as the joiner of its target (CAS NONE->joiner),
  *              or requeue it if the target already exited;
@@ -58,12 +59,15 @@
  * Idle workers (worker.c has the wake side)
  *   The loop spins looking for work (own queues, global queue, stealing) for
  *   a budget that tunes itself (tune_spin), then announces itself asleep,
- *   checks every queue once more, and waits on its futex. Whoever queues
+ *   checks every queue once more, and waits on its futex - until its
+ *   earliest timer's deadline, if it has timers (src/sync/timer.c). A busy
+ *   worker fires its expired timers every 16 decisions. Whoever queues
  *   work checks for sleepers after a full fence, so either the sleeper sees
  *   the work or the waker sees the sleeper (the store-buffering pattern,
  *   both sides fenced).
  */
 #include "sched/sched.h"
+#include "sync/wait.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -138,6 +142,9 @@ static wf_ult_t *pick_next(wf_worker_t *w)
 {
 	wf_ult_t *u;
 	uint32_t tick = ++w->tick;
+	/* Expired timers make their ULTs runnable first (timer.c). */
+	if ((tick & 15) == 0 && unlikely(wf_timers_next(w) != UINT64_MAX))
+		wf_timers_poll(w, wf_now_ns());
 	if ((u = wf_inbox_get(w)))
 		return u;
 	if (tick % 61 == 0 && (u = wf_global_get()))
@@ -226,15 +233,15 @@ void wf_after_switch(wf_worker_t *w)
 		requeue_yielded(w, p);
 		break;
 	case WF_AFTER_PARK: {
+		wf_parker_t *pk = w->prev_parker;
 		p->state = WF_PARKED;
 		int e = WF_PARK_EMPTY;
-		if (!atomic_compare_exchange_strong_explicit(&p->parker.state, &e, WF_PARK_PARKED,
+		if (!atomic_compare_exchange_strong_explicit(&pk->state, &e, WF_PARK_PARKED,
 							     memory_order_acq_rel,
 							     memory_order_acquire)) {
 			/* An unpark arrived while we were switching: consume it. */
 			WF_ASSERT(e == WF_PARK_NOTIFIED);
-			atomic_store_explicit(&p->parker.state, WF_PARK_EMPTY,
-					      memory_order_relaxed);
+			atomic_store_explicit(&pk->state, WF_PARK_EMPTY, memory_order_relaxed);
 			wf_make_runnable(w, p);
 		}
 		break;
@@ -382,6 +389,8 @@ static void tune_spin(wf_worker_t *w, uint64_t slept_ns)
 static wf_ult_t *find_work(wf_worker_t *w)
 {
 	for (;;) {
+		if (wf_timers_next(w) != UINT64_MAX)
+			wf_timers_poll(w, wf_now_ns());
 		wf_ult_t *u = pick_next(w);
 		if (u)
 			return u;
@@ -392,6 +401,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		atomic_fetch_add_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
 		uint64_t deadline = wf_now_ns() + (uint64_t)w->spin_ns;
 		for (unsigned iter = 0; w->spin_ns > 0; iter++) {
+			if (wf_timers_next(w) != UINT64_MAX)
+				wf_timers_poll(w, wf_now_ns());
 			u = pick_next(w);
 			if (!u)
 				u = steal_any(w, 0);
@@ -426,11 +437,24 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		if (!u &&
 		    atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_STOPPING) {
 			atomic_fetch_add_explicit(&w->n_sleeps, 1, memory_order_relaxed);
-			uint64_t slept = wf_now_ns();
+			uint64_t slept = wf_now_ns(), now = slept;
+			/* Only this worker arms timers on its heap, so the earliest
+			 * deadline cannot move while it sleeps. */
+			uint64_t until = wf_timers_next(w);
 			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
-			       WF_SLEEPING)
-				wf_futex_wait(&w->sleep_state, WF_SLEEPING, NULL);
-			tune_spin(w, wf_now_ns() - slept);
+				       WF_SLEEPING &&
+			       now < until) {
+				struct timespec rel, *relp = NULL;
+				if (until != UINT64_MAX) {
+					rel.tv_sec = (time_t)((until - now) / 1000000000u);
+					rel.tv_nsec = (long)((until - now) % 1000000000u);
+					relp = &rel;
+				}
+				wf_futex_wait(&w->sleep_state, WF_SLEEPING, relp);
+				now = wf_now_ns();
+			}
+			if (now < until)
+				tune_spin(w, now - slept); /* a timer is not a hand-off */
 		}
 		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);

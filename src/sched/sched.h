@@ -50,12 +50,22 @@ static inline wf_ult_t *wf_fifo_pop(wf_fifo_t *q)
 	return u;
 }
 
+/* A worker's timers (src/sync/timer.c): a binary min-heap on deadline.
+ * Only the owner adds and fires; anyone may cancel, so all under lock. */
+typedef struct wf_timers {
+	wf_spinlock_t lock;
+	struct wf_timer **v; /* v[0] is the earliest */
+	int n, cap;
+	_Atomic uint64_t next; /* v[0]'s deadline, UINT64_MAX if empty */
+} wf_timers_t;
+
 typedef struct wf_worker {
 	/* Owner-only fields: touched only by the kernel thread of this worker. */
 	int id;
 	wf_ult_t *current; /* the RUNNING ULT, or NULL in the scheduler loop */
 	wf_ult_t *prev;    /* the ULT that just switched away ... */
 	int prev_action;   /* ... and what to do with it (enum wf_after) */
+	wf_parker_t *prev_parker; /* ... and for WF_AFTER_PARK, the parker to commit */
 	wf_ctx_t loop_ctx; /* the scheduler loop: runs when no ULT can */
 	wf_fifo_t local;   /* bound ULTs this worker queued itself; never stolen */
 	uint32_t tick;     /* scheduling decisions so far (fairness) */
@@ -91,6 +101,9 @@ typedef struct wf_worker {
 
 	/* Sleeping: the futex word an idle worker waits on. */
 	WF_ALIGNED_CL atomic_int sleep_state;
+
+	/* Timers of ULTs that wait with a deadline on this worker. */
+	WF_ALIGNED_CL wf_timers_t timers;
 } wf_worker_t;
 
 enum { WF_RT_OFF = 0, WF_RT_STARTING, WF_RT_RUNNING, WF_RT_STOPPING };
@@ -149,6 +162,7 @@ WF_HIDDEN wf_ult_t *wf_inbox_get(wf_worker_t *w);
 /* Park/unpark (park.c). */
 WF_HIDDEN void wf_park(wf_parker_t *p);
 WF_HIDDEN void wf_unpark(wf_parker_t *p);
+WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns);
 WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 
 /* Workers (worker.c). */

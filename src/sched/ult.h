@@ -31,14 +31,23 @@
 
 enum wf_ult_state { WF_RUNNING = 1, WF_RUNNABLE, WF_PARKED, WF_EXITED };
 
+/* wf_ult.cancel bits. */
+enum {
+	WF_CANCEL_PENDING = 1,  /* weft_cancel was called */
+	WF_CANCEL_DISABLED = 2, /* weft_setcancelstate(DISABLE) */
+	WF_CANCEL_ACTING = 4,   /* exiting because of a cancellation */
+};
+
 /* Parker token states (wf_parker.state). */
 enum { WF_PARK_EMPTY = 0, WF_PARK_NOTIFIED = 1, WF_PARK_PARKED = 2 };
 
 /* What a blocked thread waits on: a ULT (parks in the scheduler) or a
- * foreign kernel thread (waits on the state word as a futex). */
+ * foreign kernel thread (waits on the state word as a futex). A ULT has one
+ * in its descriptor (weft_park); a wait-on-address waiter carries its own
+ * (src/sync/wait.c), so that only the wait's waker can hand it a token. */
 typedef struct wf_parker {
 	atomic_int state;
-	int foreign; /* 1: a kernel thread that is not a worker */
+	struct wf_ult *ult; /* the ULT that parks on it; NULL: a foreign thread */
 } wf_parker_t;
 
 /* Kinds of stack a ULT can have (wf_ult.stack_kind). */
@@ -78,13 +87,15 @@ typedef struct wf_ult {
 	void *map_base; /* the stack mapping (guard page included) */
 	size_t map_size;
 	unsigned valgrind_id; /* VALGRIND_STACK_REGISTER handle */
+
+	/* Synchronization (src/sync). */
+	atomic_int cancel;        /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
+	wf_spinlock_t wait_lock;  /* guards cwait */
+	struct wf_waiter *cwait;  /* the cancellable wait it is in; under wait_lock */
+	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
+	struct wf_tsd *tsd;       /* thread-specific values; owned by the ULT */
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
-
-static inline wf_ult_t *wf_ult_of_parker(wf_parker_t *p)
-{
-	return (wf_ult_t *)((char *)p - offsetof(wf_ult_t, parker));
-}
 
 /* Stack canaries, checked whenever a ULT switches away (wf_check_canary):
  *   NONE   guarded stacks (the guard page catches an overflow) and kernel

@@ -121,6 +121,7 @@ static wf_worker_t *worker_new(int id)
 	memset(w, 0, sizeof *w);
 	w->id = id;
 	w->spin_ns = wf_rt.spin_ns;
+	atomic_store_explicit(&w->timers.next, UINT64_MAX, memory_order_relaxed);
 	w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1) ^ wf_now_ns();
 	if (!w->rng)
 		w->rng = 1;
@@ -139,6 +140,7 @@ static void worker_free(wf_worker_t *w)
 	if (w->loop_stack)
 		munmap(w->loop_stack, w->loop_stack_size);
 	free(w->loop_uc);
+	free(w->timers.v);
 	free(w);
 }
 

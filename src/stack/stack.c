@@ -63,6 +63,7 @@ static wf_ult_t *layout(char *base, size_t size, size_t guard, int kind)
 	size_t reserve = wf_ctx_reserve();
 	uintptr_t hi = ((uintptr_t)u - reserve) & ~(uintptr_t)63;
 	memset(u, 0, sizeof *u);
+	u->parker.ult = u;
 	u->map_base = base;
 	u->map_size = size;
 	u->stack_kind = kind;
@@ -81,7 +82,7 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->next = NULL;
 	u->id = 0;
 	atomic_store_explicit(&u->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
-	u->parker.foreign = 0;
+	u->parker.ult = u;
 	u->state = 0;
 	u->bound_worker = -1;
 	u->last_worker = -1;
@@ -91,6 +92,10 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->join_seen = 0;
 	u->retval = NULL;
 	u->name[0] = '\0';
+	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
+	u->cwait = NULL;
+	u->cleanup = NULL;
+	u->tsd = NULL;
 	return u;
 }
 

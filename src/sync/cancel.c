@@ -1,0 +1,143 @@
+/* Cleanup handlers and deferred cancellation.
+ *
+ * weft_cancel sets WF_CANCEL_PENDING in the target's cancel word and, if it
+ * is blocked in a cancellable wait (wait.c publishes it in cwait under
+ * wait_lock), takes it out of that wait: the wait returns ECANCELED, and the
+ * cancellation point that called it acts (wf_cancel_act) - a condition
+ * variable wait first retakes its mutex, as POSIX requires.
+ *
+ * Acting means: mark the ULT ACTING and DISABLED (a cleanup handler that
+ * blocks is not cancelled again), then weft_exit(WEFT_CANCELED), which runs
+ * the cleanup handlers, newest first, and the thread-specific data
+ * destructors before the ULT ends. weft does not unwind the stack: handlers
+ * run on top of it, while the frames they refer to are still intact.
+ *
+ * Foreign threads cannot be cancelled (weft_cancel takes a weft_t); their
+ * cancel state is kept so that set/get round-trip.
+ *
+ * Known gap: a ULT blocked in weft_join is not taken out of it; it acts on
+ * the cancellation when it next reaches a cancellation point.
+ */
+#include <errno.h>
+
+#include "sync/wait.h"
+
+static __thread int foreign_cancel_state;
+static __thread struct weft_cleanup_frame *foreign_cleanup;
+
+static wf_ult_t *self_ult(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w ? w->current : NULL;
+}
+
+int weft_cancel(weft_t t)
+{
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return ESRCH;
+	wf_ult_t *u = wf_registry_find(t);
+	if (!u)
+		return ESRCH;
+	int old = atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_PENDING, memory_order_acq_rel);
+	if (!(old & (WF_CANCEL_DISABLED | WF_CANCEL_ACTING)))
+		wf_wait_cancel(u);
+	return 0;
+}
+
+int weft_setcancelstate(int state, int *oldstate)
+{
+	if (state != WEFT_CANCEL_ENABLE && state != WEFT_CANCEL_DISABLE)
+		return EINVAL;
+	wf_ult_t *u = self_ult();
+	if (!u) {
+		if (oldstate)
+			*oldstate = foreign_cancel_state;
+		foreign_cancel_state = state;
+		return 0;
+	}
+	int old;
+	if (state == WEFT_CANCEL_DISABLE)
+		old = atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_DISABLED,
+					       memory_order_acq_rel);
+	else if (atomic_load_explicit(&u->cancel, memory_order_relaxed) & WF_CANCEL_ACTING)
+		old = WF_CANCEL_DISABLED; /* stays disabled while acting */
+	else
+		old = atomic_fetch_and_explicit(&u->cancel, ~WF_CANCEL_DISABLED,
+						memory_order_acq_rel);
+	if (oldstate)
+		*oldstate = old & WF_CANCEL_DISABLED ? WEFT_CANCEL_DISABLE : WEFT_CANCEL_ENABLE;
+	return 0;
+}
+
+int weft_setcanceltype(int type, int *oldtype)
+{
+	if (type == WEFT_CANCEL_ASYNCHRONOUS)
+		return ENOTSUP;
+	if (type != WEFT_CANCEL_DEFERRED)
+		return EINVAL;
+	if (oldtype)
+		*oldtype = WEFT_CANCEL_DEFERRED;
+	return 0;
+}
+
+void wf_testcancel(void)
+{
+	wf_ult_t *u = self_ult();
+	if (u && unlikely((atomic_load_explicit(&u->cancel, memory_order_acquire) &
+			   (WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) ==
+			  WF_CANCEL_PENDING))
+		wf_cancel_act();
+}
+
+void weft_testcancel(void)
+{
+	wf_testcancel();
+}
+
+void wf_cancel_act(void)
+{
+	wf_ult_t *u = self_ult();
+	WF_ASSERT(u != NULL);
+	atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_ACTING | WF_CANCEL_DISABLED,
+				 memory_order_acq_rel);
+	weft_exit(WEFT_CANCELED);
+}
+
+static struct weft_cleanup_frame **cleanup_head(void)
+{
+	wf_ult_t *u = self_ult();
+	return u ? &u->cleanup : &foreign_cleanup;
+}
+
+void weft_cleanup_push_frame(struct weft_cleanup_frame *f, void (*fn)(void *), void *arg)
+{
+	struct weft_cleanup_frame **head = cleanup_head();
+	f->fn = fn;
+	f->arg = arg;
+	f->prev = *head;
+	*head = f;
+}
+
+void weft_cleanup_pop_frame(struct weft_cleanup_frame *f, int execute)
+{
+	struct weft_cleanup_frame **head = cleanup_head();
+	if (*head != f)
+		wf_panic("weft_cleanup_pop does not match the innermost weft_cleanup_push");
+	*head = f->prev;
+	if (execute && f->fn)
+		f->fn(f->arg);
+}
+
+void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
+{
+	if (run_cleanup) {
+		while (u->cleanup) {
+			struct weft_cleanup_frame *f = u->cleanup;
+			u->cleanup = f->prev;
+			if (f->fn)
+				f->fn(f->arg);
+		}
+	}
+	if (u->tsd)
+		wf_tsd_exit(&u->tsd);
+}

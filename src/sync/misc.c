@@ -1,0 +1,270 @@
+/* Barriers, counting semaphores, spinlocks and once. */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+
+#include "sync/wait.h"
+
+/* ---- barriers ---------------------------------------------------------------
+ * arrived, count and inside change under the word lock b->lock. The last of
+ * count arrivals starts a new phase and wakes everyone waiting on phase;
+ * the others wait while phase is the one they arrived in. */
+
+int weft_barrierattr_init(weft_barrierattr_t *a)
+{
+	if (!a)
+		return EINVAL;
+	memset(a, 0, sizeof *a);
+	return 0;
+}
+
+int weft_barrierattr_destroy(weft_barrierattr_t *a)
+{
+	return a ? 0 : EINVAL;
+}
+
+int weft_barrier_init(weft_barrier_t *b, const weft_barrierattr_t *a, unsigned count)
+{
+	if (!b || count == 0 || count > INT_MAX)
+		return EINVAL;
+	memset(b, 0, sizeof *b);
+	b->count = count;
+	return 0;
+}
+
+int weft_barrier_destroy(weft_barrier_t *b)
+{
+	if (!b)
+		return EINVAL;
+	wf_word_lock(&b->lock);
+	int busy = b->arrived || b->inside;
+	wf_word_unlock(&b->lock);
+	return busy ? EBUSY : 0;
+}
+
+int weft_barrier_wait(weft_barrier_t *b)
+{
+	if (!b)
+		return EINVAL;
+	wf_word_lock(&b->lock);
+	if (b->count == 0) {
+		wf_word_unlock(&b->lock);
+		return EINVAL; /* never initialised */
+	}
+	if (++b->arrived == b->count) {
+		b->arrived = 0;
+		WF_ADD(&b->phase, 1);
+		wf_word_unlock(&b->lock);
+		wf_wake(&b->phase, INT_MAX);
+		return WEFT_BARRIER_SERIAL_THREAD;
+	}
+	uint32_t phase = WF_LOAD_RLX(&b->phase);
+	b->inside++;
+	wf_word_unlock(&b->lock);
+	while (WF_LOAD(&b->phase) == phase)
+		wf_wait(&b->phase, phase, 0, 0);
+	wf_word_lock(&b->lock);
+	b->inside--;
+	wf_word_unlock(&b->lock);
+	return 0;
+}
+
+/* ---- semaphores ---------------------------------------------------------------
+ * value is the count of units; waiters counts threads that found it 0 and
+ * may be asleep. A waiter announces itself (waiters++) before it re-checks
+ * value inside wf_wait; a poster adds to value before it reads waiters.
+ * Both are sequentially consistent, so at least one of them sees the
+ * other: the poster wakes, or the waiter finds the unit. */
+
+int weft_sem_init(weft_sem_t *s, int pshared, unsigned value)
+{
+	if (!s || pshared || value > WEFT_SEM_VALUE_MAX)
+		return EINVAL;
+	s->value = value;
+	s->waiters = 0;
+	return 0;
+}
+
+int weft_sem_destroy(weft_sem_t *s)
+{
+	if (!s)
+		return EINVAL;
+	return WF_LOAD(&s->waiters) ? EBUSY : 0;
+}
+
+static int sem_take(weft_sem_t *s)
+{
+	uint32_t v = WF_LOAD_RLX(&s->value);
+	while (v > 0)
+		if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+int weft_sem_trywait(weft_sem_t *s)
+{
+	if (!s)
+		return EINVAL;
+	return sem_take(s) ? 0 : EAGAIN;
+}
+
+static int sem_wait(weft_sem_t *s, clockid_t clock, const struct timespec *abstime)
+{
+	if (!s)
+		return EINVAL;
+	wf_testcancel();
+	if (sem_take(s))
+		return 0;
+	uint64_t deadline = 0;
+	if (abstime) {
+		int e = wf_deadline(clock, abstime, &deadline);
+		if (e)
+			return e;
+	}
+	int rc = 0;
+	WF_ADD(&s->waiters, 1);
+	while (!sem_take(s)) {
+		rc = wf_wait(&s->value, 0, deadline, WF_WAIT_CANCEL);
+		if (rc == ETIMEDOUT || rc == ECANCELED || rc == ENOMEM) {
+			if (rc != ECANCELED && sem_take(s))
+				rc = 0;
+			break;
+		}
+		rc = 0;
+	}
+	WF_SUB(&s->waiters, 1);
+	/* A wake we were sent but did not use (timeout, cancel) goes on. */
+	if (rc && WF_LOAD(&s->value) && WF_LOAD(&s->waiters))
+		wf_wake(&s->value, 1);
+	if (rc == ECANCELED)
+		wf_cancel_act();
+	return rc;
+}
+
+int weft_sem_wait(weft_sem_t *s)
+{
+	return sem_wait(s, CLOCK_REALTIME, NULL);
+}
+
+int weft_sem_timedwait(weft_sem_t *s, const struct timespec *abstime)
+{
+	return abstime ? sem_wait(s, CLOCK_REALTIME, abstime) : EINVAL;
+}
+
+int weft_sem_clockwait(weft_sem_t *s, clockid_t clock, const struct timespec *abstime)
+{
+	return abstime ? sem_wait(s, clock, abstime) : EINVAL;
+}
+
+int weft_sem_post(weft_sem_t *s)
+{
+	if (!s)
+		return EINVAL;
+	uint32_t v = WF_LOAD_RLX(&s->value);
+	do {
+		if (v >= WEFT_SEM_VALUE_MAX)
+			return EOVERFLOW;
+	} while (!__atomic_compare_exchange_n(&s->value, &v, v + 1, 1, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
+		wf_wake(&s->value, 1);
+	return 0;
+}
+
+int weft_sem_getvalue(weft_sem_t *s, int *value)
+{
+	if (!s || !value)
+		return EINVAL;
+	*value = (int)WF_LOAD(&s->value);
+	return 0;
+}
+
+/* ---- spinlocks ------------------------------------------------------------------ */
+
+#define SPIN_YIELD_EVERY 256 /* polls between two yields of a spinning thread */
+
+int weft_spin_init(weft_spinlock_t *l, int pshared)
+{
+	if (!l)
+		return EINVAL;
+	l->locked = 0;
+	return 0;
+}
+
+int weft_spin_destroy(weft_spinlock_t *l)
+{
+	if (!l)
+		return EINVAL;
+	return WF_LOAD(&l->locked) ? EBUSY : 0;
+}
+
+int weft_spin_lock(weft_spinlock_t *l)
+{
+	if (!l)
+		return EINVAL;
+	for (unsigned i = 1;; i++) {
+		if (!WF_LOAD_RLX(&l->locked) &&
+		    !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+			return 0;
+		wf_cpu_relax();
+		/* The holder may be a ULT waiting for this very worker. */
+		if (i % SPIN_YIELD_EVERY == 0) {
+			if (wf_worker_self())
+				weft_yield();
+			else
+				sched_yield();
+		}
+	}
+}
+
+int weft_spin_trylock(weft_spinlock_t *l)
+{
+	if (!l)
+		return EINVAL;
+	return __atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE) ? EBUSY : 0;
+}
+
+int weft_spin_unlock(weft_spinlock_t *l)
+{
+	if (!l)
+		return EINVAL;
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- once -------------------------------------------------------------------------
+ * state: 0 not run, 1 running, 2 done. The caller that moves 0 -> 1 runs
+ * fn; the others wait while it is 1. If fn is cancelled, the state goes
+ * back to 0 and a waiter takes over (as POSIX requires). */
+
+enum { ONCE_NEW = 0, ONCE_RUNNING = 1, ONCE_DONE = 2 };
+
+static void once_cancelled(void *arg)
+{
+	weft_once_t *o = arg;
+	__atomic_store_n(&o->state, ONCE_NEW, __ATOMIC_RELEASE);
+	wf_wake(&o->state, INT_MAX);
+}
+
+int weft_once(weft_once_t *o, void (*fn)(void))
+{
+	if (!o || !fn)
+		return EINVAL;
+	for (;;) {
+		uint32_t s = WF_LOAD(&o->state);
+		if (s == ONCE_DONE)
+			return 0;
+		if (s == ONCE_NEW && WF_CAS(&o->state, &s, ONCE_RUNNING)) {
+			weft_cleanup_push(once_cancelled, o);
+			fn();
+			weft_cleanup_pop(0);
+			__atomic_store_n(&o->state, ONCE_DONE, __ATOMIC_RELEASE);
+			wf_wake(&o->state, INT_MAX);
+			return 0;
+		}
+		if (s == ONCE_RUNNING)
+			wf_wait(&o->state, ONCE_RUNNING, 0, 0);
+	}
+}

@@ -1,0 +1,398 @@
+/* Mutexes with a waiting policy per lock, and the adaptive policy.
+ *
+ * The lock word (weft_mutex_t.state) follows Drepper's "Futexes are
+ * tricky" mutex: 0 unlocked, 1 locked, 2 locked and perhaps waited on. Lock
+ * is one CAS 0->1 when free; unlock is one exchange to 0, plus a wake when
+ * the old value was 2. A blocked locker waits on the word through wf_wait,
+ * so a ULT parks (its worker runs other ULTs) and a foreign thread sleeps
+ * on a futex in the same queue.
+ *
+ * Waiting policies (seed 004, section 6):
+ *   SPIN       poll until free; a ULT yields its worker every 128 polls so
+ *              a holder on the same worker can run (weft is not preemptive).
+ *   SPIN_PARK  poll for a fixed budget (spin_set, or SPIN_DEFAULT), then park.
+ *   PARK       park at once.
+ *   ADAPTIVE   SPIN_PARK whose budget the lock retunes itself (adapt()).
+ *
+ * Adaptive tuning. After every contended acquisition the new holder records
+ * whether its spin phase won the lock and after how many polls - the part
+ * of the previous holder's hold time it saw. Every WINDOW contended
+ * acquisitions it decides:
+ *   - spins mostly failed (under 1/4 won): the lock is held long, or by a
+ *     ULT that is not running; spinning only burns the worker: halve the
+ *     budget (down to SPIN_FLOOR, which keeps probing);
+ *   - spins won, but needed more than half the budget on average: a longer
+ *     spin would catch more releases before parking: double it (up to
+ *     SPIN_CEIL);
+ *   - spins won quickly (average under 1/8 of the budget): the tail of the
+ *     budget is only paid by failures: halve it.
+ * The counters are written only by the holder, so they need no atomics
+ * beyond relaxed stores for readers of weft_mutex_stats.
+ *
+ * Ownership (recursive and errorcheck types): owner is the holder's
+ * wf_self_key(), written by the holder; count is its recursion depth.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+
+#include "sync/wait.h"
+
+#define SPIN_DEFAULT 100 /* polls: ~5 us with x86's pause */
+#define SPIN_FLOOR   8
+#define SPIN_CEIL    8192
+#define WINDOW       64
+#define YIELD_EVERY  128 /* SPIN policy: polls between two yields */
+
+static int valid_type(int t)
+{
+	return t == WEFT_MUTEX_NORMAL || t == WEFT_MUTEX_RECURSIVE || t == WEFT_MUTEX_ERRORCHECK;
+}
+
+static int valid_policy(int p)
+{
+	return p >= WEFT_LOCK_ADAPTIVE && p <= WEFT_LOCK_PARK;
+}
+
+/* ---- attributes -------------------------------------------------------------- */
+
+int weft_mutexattr_init(weft_mutexattr_t *a)
+{
+	if (!a)
+		return EINVAL;
+	memset(a, 0, sizeof *a);
+	return 0;
+}
+
+int weft_mutexattr_destroy(weft_mutexattr_t *a)
+{
+	return a ? 0 : EINVAL;
+}
+
+int weft_mutexattr_settype(weft_mutexattr_t *a, int type)
+{
+	if (!a || !valid_type(type))
+		return EINVAL;
+	a->type = type;
+	return 0;
+}
+
+int weft_mutexattr_gettype(const weft_mutexattr_t *a, int *type)
+{
+	if (!a || !type)
+		return EINVAL;
+	*type = a->type;
+	return 0;
+}
+
+int weft_mutexattr_setpolicy(weft_mutexattr_t *a, int policy)
+{
+	if (!a || !valid_policy(policy))
+		return EINVAL;
+	a->policy = policy;
+	return 0;
+}
+
+int weft_mutexattr_getpolicy(const weft_mutexattr_t *a, int *policy)
+{
+	if (!a || !policy)
+		return EINVAL;
+	*policy = a->policy;
+	return 0;
+}
+
+int weft_mutexattr_setspin(weft_mutexattr_t *a, int spin)
+{
+	if (!a || spin < 1 || spin > WEFT_SPIN_MAX)
+		return EINVAL;
+	a->spin = spin;
+	return 0;
+}
+
+int weft_mutexattr_getspin(const weft_mutexattr_t *a, int *spin)
+{
+	if (!a || !spin)
+		return EINVAL;
+	*spin = a->spin ? a->spin : SPIN_DEFAULT;
+	return 0;
+}
+
+/* ---- init, destroy, tuning, stats ---------------------------------------------- */
+
+int weft_mutex_init(weft_mutex_t *m, const weft_mutexattr_t *a)
+{
+	if (!m)
+		return EINVAL;
+	if (a && (!valid_type(a->type) || !valid_policy(a->policy) || a->spin < 0 ||
+		  a->spin > WEFT_SPIN_MAX))
+		return EINVAL;
+	memset(m, 0, sizeof *m);
+	if (a) {
+		m->type = (uint16_t)a->type;
+		m->policy = (uint16_t)a->policy;
+		m->spin_set = a->spin;
+		m->spin = a->spin;
+	}
+	return 0;
+}
+
+int weft_mutex_destroy(weft_mutex_t *m)
+{
+	if (!m)
+		return EINVAL;
+	return WF_LOAD(&m->state) ? EBUSY : 0;
+}
+
+int weft_mutex_setpolicy(weft_mutex_t *m, int policy)
+{
+	if (!m || !valid_policy(policy))
+		return EINVAL;
+	__atomic_store_n(&m->policy, (uint16_t)policy, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int weft_mutex_setspin(weft_mutex_t *m, int spin)
+{
+	if (!m || spin < 1 || spin > WEFT_SPIN_MAX)
+		return EINVAL;
+	__atomic_store_n(&m->spin_set, spin, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->spin, spin, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int budget_of(const weft_mutex_t *m, int policy)
+{
+	int s = WF_LOAD_RLX(policy == WEFT_LOCK_ADAPTIVE ? &m->spin : &m->spin_set);
+	return s > 0 ? s : SPIN_DEFAULT;
+}
+
+int weft_mutex_stats(const weft_mutex_t *m, weft_mutex_stats_t *out)
+{
+	if (!m || !out)
+		return EINVAL;
+	out->acquisitions = WF_LOAD_RLX(&m->n_acquired);
+	out->contended = WF_LOAD_RLX(&m->n_contended);
+	out->parks = WF_LOAD_RLX(&m->n_parks);
+	out->spin_failures = WF_LOAD_RLX(&m->n_spin_fail);
+	out->policy = WF_LOAD_RLX(&m->policy);
+	out->spin_budget = out->policy == WEFT_LOCK_PARK   ? 0
+			   : out->policy == WEFT_LOCK_SPIN ? INT_MAX
+							   : budget_of(m, out->policy);
+	return 0;
+}
+
+/* ---- locking ------------------------------------------------------------------- */
+
+/* The holder retunes the adaptive budget (see the top of the file). */
+static void adapt(weft_mutex_t *m, int spun, int polls, int budget)
+{
+	uint32_t sample = m->sample + 1, ok = m->spun_ok + (spun != 0);
+	uint32_t sum = m->polls + (spun ? (uint32_t)polls : 0);
+	if (sample < WINDOW) {
+		m->sample = sample;
+		m->spun_ok = ok;
+		m->polls = sum;
+		return;
+	}
+	int b = budget;
+	uint32_t avg = ok ? sum / ok : 0;
+	if (ok * 4 < sample)
+		b = b / 2 > SPIN_FLOOR ? b / 2 : SPIN_FLOOR;
+	else if (avg * 2 > (uint32_t)b)
+		b = b * 2 < SPIN_CEIL ? b * 2 : SPIN_CEIL;
+	else if (avg * 8 < (uint32_t)b)
+		b = b / 2 > SPIN_FLOOR ? b / 2 : SPIN_FLOOR;
+	__atomic_store_n(&m->spin, b, __ATOMIC_RELAXED);
+	m->sample = m->spun_ok = m->polls = 0;
+}
+
+static inline int try_take(weft_mutex_t *m)
+{
+	uint32_t z = 0;
+	return WF_LOAD_RLX(&m->state) == 0 && WF_CAS(&m->state, &z, 1);
+}
+
+static void yield_worker(void)
+{
+	if (wf_worker_self())
+		weft_yield();
+	else
+		sched_yield();
+}
+
+/* The lock was held: wait for it by m's policy. deadline_ns 0: none.
+ * Returns 0 with the lock held, ETIMEDOUT or ENOMEM. */
+static int contend(weft_mutex_t *m, uint64_t deadline)
+{
+	int policy = WF_LOAD_RLX(&m->policy);
+	int spun = 0, polls = 0, spin_failed = 0, budget = 0;
+	uint64_t parks = 0;
+	if (policy != WEFT_LOCK_PARK) {
+		budget = policy == WEFT_LOCK_SPIN ? INT_MAX : budget_of(m, policy);
+		for (polls = 0; polls < budget; polls++) {
+			if (try_take(m)) {
+				spun = 1;
+				goto acquired;
+			}
+			wf_cpu_relax();
+			if (policy == WEFT_LOCK_SPIN && polls % YIELD_EVERY == YIELD_EVERY - 1) {
+				yield_worker();
+				if (deadline && wf_now_ns() >= deadline)
+					return ETIMEDOUT;
+			}
+		}
+		spin_failed = 1;
+	}
+	/* Park: mark the lock waited-on (2) and sleep while it stays held. */
+	for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
+		parks++;
+		int rc = wf_wait(&m->state, 2, deadline, 0);
+		if (rc == ETIMEDOUT || rc == ENOMEM) {
+			if (WF_XCHG(&m->state, 2) == 0)
+				break; /* freed just in time: ours after all */
+			__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks,
+					 __ATOMIC_RELAXED);
+			return rc;
+		}
+	}
+acquired:
+	WF_BUMP(&m->n_acquired);
+	WF_BUMP(&m->n_contended);
+	if (parks)
+		__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks, __ATOMIC_RELAXED);
+	if (spin_failed)
+		WF_BUMP(&m->n_spin_fail);
+	if (policy == WEFT_LOCK_ADAPTIVE)
+		adapt(m, spun, polls, budget);
+	return 0;
+}
+
+/* Lock a mutex that its owner may hold already (recursive, errorcheck), or
+ * that the fast path found held. deadline: see contend; a deadline of
+ * UINT64_MAX means "trylock". */
+static int lock_slow(weft_mutex_t *m, clockid_t clock, const struct timespec *abstime, int try)
+{
+	uint64_t me = 0;
+	if (m->type != WEFT_MUTEX_NORMAL) {
+		me = wf_self_key();
+		if (WF_LOAD_RLX(&m->owner) == me) {
+			if (m->type != WEFT_MUTEX_RECURSIVE)
+				return try ? EBUSY : EDEADLK;
+			if (m->count == UINT32_MAX)
+				return EAGAIN;
+			m->count++;
+			WF_BUMP(&m->n_acquired);
+			return 0;
+		}
+	}
+	int rc = 0;
+	if (try_take(m)) {
+		WF_BUMP(&m->n_acquired);
+	} else if (try) {
+		return EBUSY;
+	} else {
+		uint64_t deadline = 0;
+		if (abstime && (rc = wf_deadline(clock, abstime, &deadline)))
+			return rc;
+		if ((rc = contend(m, deadline)))
+			return rc;
+	}
+	if (me)
+		__atomic_store_n(&m->owner, me, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int weft_mutex_lock(weft_mutex_t *m)
+{
+	if (unlikely(!m))
+		return EINVAL;
+	uint32_t z = 0;
+	if (likely(m->type == WEFT_MUTEX_NORMAL) && WF_CAS(&m->state, &z, 1)) {
+		WF_BUMP(&m->n_acquired);
+		return 0;
+	}
+	return lock_slow(m, CLOCK_REALTIME, NULL, 0);
+}
+
+int weft_mutex_trylock(weft_mutex_t *m)
+{
+	if (!m)
+		return EINVAL;
+	return lock_slow(m, CLOCK_REALTIME, NULL, 1);
+}
+
+int weft_mutex_clocklock(weft_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	if (!m || !abstime || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
+		return EINVAL;
+	return lock_slow(m, clock, abstime, 0);
+}
+
+int weft_mutex_timedlock(weft_mutex_t *m, const struct timespec *abstime)
+{
+	return weft_mutex_clocklock(m, CLOCK_REALTIME, abstime);
+}
+
+/* Release the word and wake one waiter if it was marked waited-on. */
+static inline void release(weft_mutex_t *m)
+{
+	if (WF_XCHG(&m->state, 0) == 2)
+		wf_wake(&m->state, 1);
+}
+
+int weft_mutex_unlock(weft_mutex_t *m)
+{
+	if (unlikely(!m))
+		return EINVAL;
+	if (m->type != WEFT_MUTEX_NORMAL) {
+		if (WF_LOAD_RLX(&m->owner) != wf_self_key())
+			return EPERM;
+		if (m->count) {
+			m->count--;
+			return 0;
+		}
+		__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);
+	}
+	release(m);
+	return 0;
+}
+
+/* ---- for condition variables (cond.c) ---------------------------------------------- */
+
+/* Check that the caller may wait with m, and release it completely. The
+ * recursion depth is kept in *depth for wf_mutex_relock. */
+int wf_mutex_unlock_for_wait(weft_mutex_t *m, uint32_t *depth)
+{
+	*depth = 0;
+	if (m->type != WEFT_MUTEX_NORMAL) {
+		if (WF_LOAD_RLX(&m->owner) != wf_self_key())
+			return EPERM;
+		*depth = m->count;
+		m->count = 0;
+		__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);
+	}
+	release(m);
+	return 0;
+}
+
+/* Take m back after a condition wait. Waiters moved here by a broadcast
+ * sleep on m's word, so lock as a waiter (state 2): our unlock must wake the
+ * next of them. Not a cancellation point, no deadline. */
+void wf_mutex_relock(weft_mutex_t *m, uint32_t depth)
+{
+	uint64_t parks = 0;
+	for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
+		parks++;
+		wf_wait(&m->state, 2, 0, 0);
+	}
+	WF_BUMP(&m->n_acquired);
+	if (parks) {
+		WF_BUMP(&m->n_contended);
+		__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks, __ATOMIC_RELAXED);
+	}
+	if (m->type != WEFT_MUTEX_NORMAL) {
+		__atomic_store_n(&m->owner, wf_self_key(), __ATOMIC_RELAXED);
+		m->count = depth;
+	}
+}

@@ -1,0 +1,235 @@
+/* Read-write locks: counters under an internal word lock, two wait words.
+ *
+ * The fields of weft_rwlock_t other than rseq/wseq are read and written only
+ * under l->lock, held for a few instructions and never across a wait.
+ * Readers wait on rseq, writers on wseq; whoever makes room bumps the word
+ * (under the lock) and wakes after dropping it, so a waiter that read the
+ * word under the lock either sees the bump (its wait returns EAGAIN) or is
+ * already queued when the wake comes.
+ *
+ * Who is let in:
+ *   PREFER_READER  a reader enters unless a writer is inside; on release,
+ *                  waiting readers are woken before a writer.
+ *   PREFER_WRITER  a reader also stays out while a writer waits; on release,
+ *                  one waiting writer is woken before the readers.
+ * A waiter that gives up (timeout) passes on a wake it may have consumed,
+ * so a timed-out waiter cannot strand the others.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "sync/wait.h"
+
+enum { WAKE_NONE = 0, WAKE_WRITER = 1, WAKE_READERS = 2 };
+
+int weft_rwlockattr_init(weft_rwlockattr_t *a)
+{
+	if (!a)
+		return EINVAL;
+	memset(a, 0, sizeof *a);
+	return 0;
+}
+
+int weft_rwlockattr_destroy(weft_rwlockattr_t *a)
+{
+	return a ? 0 : EINVAL;
+}
+
+int weft_rwlockattr_setpref(weft_rwlockattr_t *a, int pref)
+{
+	if (!a || (pref != WEFT_RWLOCK_PREFER_READER && pref != WEFT_RWLOCK_PREFER_WRITER))
+		return EINVAL;
+	a->pref = pref;
+	return 0;
+}
+
+int weft_rwlockattr_getpref(const weft_rwlockattr_t *a, int *pref)
+{
+	if (!a || !pref)
+		return EINVAL;
+	*pref = a->pref;
+	return 0;
+}
+
+int weft_rwlock_init(weft_rwlock_t *l, const weft_rwlockattr_t *a)
+{
+	if (!l ||
+	    (a && a->pref != WEFT_RWLOCK_PREFER_READER && a->pref != WEFT_RWLOCK_PREFER_WRITER))
+		return EINVAL;
+	memset(l, 0, sizeof *l);
+	if (a)
+		l->pref = (uint32_t)a->pref;
+	return 0;
+}
+
+int weft_rwlock_destroy(weft_rwlock_t *l)
+{
+	if (!l)
+		return EINVAL;
+	wf_word_lock(&l->lock);
+	int busy = l->writer || l->readers || l->rwait || l->wwait;
+	wf_word_unlock(&l->lock);
+	return busy ? EBUSY : 0;
+}
+
+/* Whom to wake now that the lock may have room. Called with l->lock held;
+ * bumps the chosen wait word. */
+static int choose_wake(weft_rwlock_t *l)
+{
+	if (l->writer)
+		return WAKE_NONE;
+	int writer_ok = l->readers == 0 && l->wwait;
+	int readers_ok = l->rwait && !(l->pref == WEFT_RWLOCK_PREFER_WRITER && l->wwait);
+	if (writer_ok && (l->pref == WEFT_RWLOCK_PREFER_WRITER || !readers_ok)) {
+		WF_ADD(&l->wseq, 1);
+		return WAKE_WRITER;
+	}
+	if (readers_ok) {
+		WF_ADD(&l->rseq, 1);
+		return WAKE_READERS;
+	}
+	return WAKE_NONE;
+}
+
+static void do_wake(weft_rwlock_t *l, int who)
+{
+	if (who == WAKE_WRITER)
+		wf_wake(&l->wseq, 1);
+	else if (who == WAKE_READERS)
+		wf_wake(&l->rseq, INT_MAX);
+}
+
+/* May the caller enter now? Called with l->lock held. */
+static int can_enter(const weft_rwlock_t *l, int write)
+{
+	if (write)
+		return !l->writer && l->readers == 0;
+	return !l->writer && !(l->pref == WEFT_RWLOCK_PREFER_WRITER && l->wwait);
+}
+
+/* Enter (can_enter was true). Called with l->lock held; drops it. */
+static int enter(weft_rwlock_t *l, int write, uint64_t me)
+{
+	int rc = 0;
+	if (write) {
+		l->writer = 1;
+		l->owner = me;
+	} else if (l->readers == INT32_MAX) {
+		rc = EAGAIN;
+	} else {
+		l->readers++;
+	}
+	wf_word_unlock(&l->lock);
+	return rc;
+}
+
+static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
+		       const struct timespec *abstime)
+{
+	if (!l || (abstime && clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
+		return EINVAL;
+	uint64_t me = wf_self_key(), deadline = 0;
+	int have_deadline = 0;
+	wf_word_lock(&l->lock);
+	for (;;) {
+		if (can_enter(l, write))
+			return enter(l, write, me);
+		if (l->writer && l->owner == me) {
+			wf_word_unlock(&l->lock);
+			return EDEADLK;
+		}
+		if (try) {
+			wf_word_unlock(&l->lock);
+			return EBUSY;
+		}
+		if (abstime && !have_deadline) {
+			int e = wf_deadline(clock, abstime, &deadline);
+			if (e) {
+				wf_word_unlock(&l->lock);
+				return e;
+			}
+			have_deadline = 1;
+		}
+		uint32_t *word = write ? &l->wseq : &l->rseq;
+		uint32_t *count = write ? &l->wwait : &l->rwait;
+		(*count)++;
+		uint32_t seq = WF_LOAD_RLX(word);
+		wf_word_unlock(&l->lock);
+		int rc = wf_wait(word, seq, deadline, 0);
+		wf_word_lock(&l->lock);
+		(*count)--;
+		if (rc == ETIMEDOUT || rc == ENOMEM) {
+			if (can_enter(l, write))
+				return enter(l, write, me); /* free after all: take it */
+			int who = choose_wake(l);           /* pass on a wake we may have eaten */
+			wf_word_unlock(&l->lock);
+			do_wake(l, who);
+			return rc;
+		}
+	}
+}
+
+int weft_rwlock_rdlock(weft_rwlock_t *l)
+{
+	return lock_common(l, 0, 0, CLOCK_REALTIME, NULL);
+}
+
+int weft_rwlock_tryrdlock(weft_rwlock_t *l)
+{
+	return lock_common(l, 0, 1, CLOCK_REALTIME, NULL);
+}
+
+int weft_rwlock_timedrdlock(weft_rwlock_t *l, const struct timespec *abstime)
+{
+	return abstime ? lock_common(l, 0, 0, CLOCK_REALTIME, abstime) : EINVAL;
+}
+
+int weft_rwlock_clockrdlock(weft_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	return abstime ? lock_common(l, 0, 0, clock, abstime) : EINVAL;
+}
+
+int weft_rwlock_wrlock(weft_rwlock_t *l)
+{
+	return lock_common(l, 1, 0, CLOCK_REALTIME, NULL);
+}
+
+int weft_rwlock_trywrlock(weft_rwlock_t *l)
+{
+	return lock_common(l, 1, 1, CLOCK_REALTIME, NULL);
+}
+
+int weft_rwlock_timedwrlock(weft_rwlock_t *l, const struct timespec *abstime)
+{
+	return abstime ? lock_common(l, 1, 0, CLOCK_REALTIME, abstime) : EINVAL;
+}
+
+int weft_rwlock_clockwrlock(weft_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	return abstime ? lock_common(l, 1, 0, clock, abstime) : EINVAL;
+}
+
+int weft_rwlock_unlock(weft_rwlock_t *l)
+{
+	if (!l)
+		return EINVAL;
+	wf_word_lock(&l->lock);
+	if (l->writer) {
+		if (l->owner != wf_self_key()) {
+			wf_word_unlock(&l->lock);
+			return EPERM;
+		}
+		l->writer = 0;
+		l->owner = 0;
+	} else if (l->readers > 0) {
+		l->readers--;
+	} else {
+		wf_word_unlock(&l->lock);
+		return EPERM;
+	}
+	int who = choose_wake(l);
+	wf_word_unlock(&l->lock);
+	do_wake(l, who);
+	return 0;
+}

@@ -1,0 +1,172 @@
+/* Timers: how a ULT waits with a deadline without holding its worker.
+ *
+ * Each worker has a binary min-heap of timers (wf_worker.timers). A ULT that
+ * waits with a deadline arms a timer on the worker it runs on; the timer
+ * lives in the waiter's stack frame (wait.c), so arming allocates nothing
+ * unless the heap's array must grow.
+ *
+ * Who fires: the owning worker, which checks its heap's earliest deadline
+ *   - every 16 scheduling decisions while it is busy (sched.c, pick_next),
+ *   - on every scan while it is idle and spinning, and
+ *   - when its futex sleep times out: an idle worker sleeps until its
+ *     earliest deadline, not indefinitely (sched.c, find_work).
+ * A worker that runs one ULT for a long time without switching delays its
+ * timers (weft is not preemptive); idle workers do not fire other workers'
+ * timers, which keeps every heap single-consumer.
+ *
+ * Locking: the heap's spinlock covers the array, every timer's index and
+ * the call of its fire function. Cancelling takes the same lock, so once
+ * wf_timer_cancel returns, no fire function is running on the timer and
+ * none will: the waiter may then drop its stack frame. Lock order: heap
+ * lock before a wait bucket's lock (fire functions take bucket locks).
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sync/wait.h"
+
+static void heap_set(wf_timers_t *h, int i, wf_timer_t *t)
+{
+	h->v[i] = t;
+	t->index = i;
+}
+
+static void sift_up(wf_timers_t *h, int i)
+{
+	wf_timer_t *t = h->v[i];
+	while (i > 0) {
+		int parent = (i - 1) / 2;
+		if (h->v[parent]->deadline <= t->deadline)
+			break;
+		heap_set(h, i, h->v[parent]);
+		i = parent;
+	}
+	heap_set(h, i, t);
+}
+
+static void sift_down(wf_timers_t *h, int i)
+{
+	wf_timer_t *t = h->v[i];
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1]->deadline < h->v[c]->deadline)
+			c++;
+		if (t->deadline <= h->v[c]->deadline)
+			break;
+		heap_set(h, i, h->v[c]);
+		i = c;
+	}
+	heap_set(h, i, t);
+}
+
+/* Remove the timer at index i. Called with h->lock held. */
+static void heap_remove(wf_timers_t *h, int i)
+{
+	wf_timer_t *t = h->v[i];
+	t->index = -1;
+	h->n--;
+	if (i != h->n) {
+		heap_set(h, i, h->v[h->n]);
+		if (i > 0 && h->v[i]->deadline < h->v[(i - 1) / 2]->deadline)
+			sift_up(h, i);
+		else
+			sift_down(h, i);
+	}
+	atomic_store_explicit(&h->next, h->n ? h->v[0]->deadline : UINT64_MAX,
+			      memory_order_release);
+}
+
+int wf_timer_add(wf_worker_t *w, wf_timer_t *t, uint64_t deadline, wf_timer_fn fire)
+{
+	wf_timers_t *h = &w->timers;
+	t->deadline = deadline;
+	t->fire = fire;
+	t->heap = h;
+	wf_spin_lock(&h->lock);
+	if (h->n == h->cap) {
+		/* Grown by the owner only, so no other thread reallocates; the
+		 * lock still covers it against cancels reading the array. */
+		int cap = h->cap ? 2 * h->cap : 64;
+		wf_timer_t **v = realloc(h->v, (size_t)cap * sizeof *v);
+		if (!v) {
+			wf_spin_unlock(&h->lock);
+			t->index = -1;
+			return ENOMEM;
+		}
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n] = t;
+	sift_up(h, h->n++);
+	atomic_store_explicit(&h->next, h->v[0]->deadline, memory_order_release);
+	wf_spin_unlock(&h->lock);
+	return 0;
+}
+
+void wf_timer_cancel(wf_timer_t *t)
+{
+	wf_timers_t *h = t->heap;
+	wf_spin_lock(&h->lock);
+	if (t->index >= 0)
+		heap_remove(h, t->index);
+	wf_spin_unlock(&h->lock);
+}
+
+int wf_timers_poll(wf_worker_t *w, uint64_t now)
+{
+	wf_timers_t *h = &w->timers;
+	if (wf_timers_next(w) > now)
+		return 0;
+	/* Fire under the lock, unpark after it: an unpark may queue work and
+	 * wake another worker, which need not wait for our lock. */
+	enum { BATCH = 32 };
+	wf_parker_t *wake[BATCH];
+	int fired = 0;
+	for (;;) {
+		int k = 0;
+		wf_spin_lock(&h->lock);
+		while (k < BATCH && h->n && h->v[0]->deadline <= now) {
+			wf_timer_t *t = h->v[0];
+			heap_remove(h, 0);
+			wf_parker_t *p = t->fire(t);
+			if (p)
+				wake[k++] = p;
+		}
+		int more = h->n && h->v[0]->deadline <= now;
+		wf_spin_unlock(&h->lock);
+		for (int i = 0; i < k; i++)
+			wf_unpark(wake[i]);
+		fired += k;
+		if (!more)
+			return fired;
+	}
+}
+
+int wf_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *out)
+{
+	if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+		return EINVAL;
+	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
+		return EINVAL;
+	struct timespec now;
+	clock_gettime(clock, &now);
+	int64_t rel_s = (int64_t)abstime->tv_sec - (int64_t)now.tv_sec;
+	int64_t rel_ns = (int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec;
+	if (rel_s < 0 || (rel_s == 0 && rel_ns <= 0)) {
+		*out = 1; /* already past */
+		return 0;
+	}
+	/* A realtime deadline is measured on the monotonic clock from now on:
+	 * setting the wall clock later does not move it. */
+	uint64_t mono = clock == CLOCK_MONOTONIC
+				? (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec
+				: wf_now_ns();
+	if (rel_s > (int64_t)(UINT64_MAX / 4 / 1000000000u)) {
+		*out = UINT64_MAX / 2; /* centuries: as good as never */
+		return 0;
+	}
+	*out = mono + (uint64_t)(rel_s * 1000000000 + rel_ns);
+	return 0;
+}

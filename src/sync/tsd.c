@@ -1,0 +1,184 @@
+/* Thread-specific data.
+ *
+ * Keys: a global table of WEFT_KEYS_MAX slots, each with a sequence number
+ * that is odd while the key exists; create and delete bump it under
+ * keys_lock. A thread's value remembers the sequence number it was set
+ * under, so a value set for a deleted key is invisible to a later key that
+ * reuses the slot (weft_getspecific returns NULL).
+ *
+ * Values: per thread, lazily, 32 blocks of 32 entries (a ULT that never
+ * calls weft_setspecific costs one NULL pointer). A ULT's table hangs off
+ * its descriptor and is owned by the ULT; a foreign thread's is
+ * thread-local, and a pthread key runs its destructors when it exits.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "sync/wait.h"
+
+#define BLOCK   32
+#define NBLOCKS (WEFT_KEYS_MAX / BLOCK)
+
+typedef struct {
+	uint32_t seq;
+	void *val;
+} wf_tsd_entry_t;
+
+struct wf_tsd {
+	wf_tsd_entry_t *block[NBLOCKS];
+};
+
+static struct {
+	_Atomic uint32_t seq; /* odd: the key exists */
+	void (*_Atomic dtor)(void *);
+} keys[WEFT_KEYS_MAX];
+static wf_spinlock_t keys_lock;
+
+static __thread struct wf_tsd *foreign_tsd;
+static pthread_key_t foreign_exit_key;
+static pthread_once_t foreign_exit_once = PTHREAD_ONCE_INIT;
+
+int weft_key_create(weft_key_t *k, void (*destructor)(void *))
+{
+	if (!k)
+		return EINVAL;
+	wf_spin_lock(&keys_lock);
+	for (unsigned i = 0; i < WEFT_KEYS_MAX; i++) {
+		uint32_t s = atomic_load_explicit(&keys[i].seq, memory_order_relaxed);
+		if (s & 1)
+			continue;
+		if (s + 1 == 0) /* the slot's sequence is used up: never reuse it */
+			continue;
+		atomic_store_explicit(&keys[i].dtor, destructor, memory_order_relaxed);
+		atomic_store_explicit(&keys[i].seq, s + 1, memory_order_release);
+		wf_spin_unlock(&keys_lock);
+		*k = i;
+		return 0;
+	}
+	wf_spin_unlock(&keys_lock);
+	return EAGAIN;
+}
+
+int weft_key_delete(weft_key_t k)
+{
+	if (k >= WEFT_KEYS_MAX)
+		return EINVAL;
+	wf_spin_lock(&keys_lock);
+	uint32_t s = atomic_load_explicit(&keys[k].seq, memory_order_relaxed);
+	int e = EINVAL;
+	if (s & 1) {
+		atomic_store_explicit(&keys[k].seq, s + 1, memory_order_release);
+		atomic_store_explicit(&keys[k].dtor, NULL, memory_order_relaxed);
+		e = 0;
+	}
+	wf_spin_unlock(&keys_lock);
+	return e;
+}
+
+static void foreign_exit(void *arg);
+
+static void foreign_exit_init(void)
+{
+	pthread_key_create(&foreign_exit_key, foreign_exit);
+}
+
+/* The caller's table slot: the ULT's or the foreign thread's. */
+static struct wf_tsd **my_table(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current)
+		return &w->current->tsd;
+	return &foreign_tsd;
+}
+
+void *weft_getspecific(weft_key_t k)
+{
+	if (k >= WEFT_KEYS_MAX)
+		return NULL;
+	struct wf_tsd *t = *my_table();
+	if (!t || !t->block[k / BLOCK])
+		return NULL;
+	wf_tsd_entry_t *e = &t->block[k / BLOCK][k % BLOCK];
+	if (e->seq != atomic_load_explicit(&keys[k].seq, memory_order_acquire))
+		return NULL;
+	return e->val;
+}
+
+int weft_setspecific(weft_key_t k, const void *value)
+{
+	if (k >= WEFT_KEYS_MAX)
+		return EINVAL;
+	uint32_t seq = atomic_load_explicit(&keys[k].seq, memory_order_acquire);
+	if (!(seq & 1))
+		return EINVAL;
+	struct wf_tsd **slot = my_table();
+	if (!*slot) {
+		if (!(*slot = calloc(1, sizeof **slot)))
+			return ENOMEM;
+		if (slot == &foreign_tsd) {
+			pthread_once(&foreign_exit_once, foreign_exit_init);
+			pthread_setspecific(foreign_exit_key, *slot);
+		}
+	}
+	struct wf_tsd *t = *slot;
+	if (!t->block[k / BLOCK] && !(t->block[k / BLOCK] = calloc(BLOCK, sizeof(wf_tsd_entry_t))))
+		return ENOMEM;
+	wf_tsd_entry_t *e = &t->block[k / BLOCK][k % BLOCK];
+	e->seq = seq;
+	e->val = (void *)value;
+	return 0;
+}
+
+/* Run the destructors of t's values with the POSIX iteration rule, then
+ * free t. Runs on the exiting thread, which may still block in them. */
+static void run_destructors(struct wf_tsd *t)
+{
+	for (int round = 0; round < WEFT_DESTRUCTOR_ITERATIONS; round++) {
+		int any = 0;
+		for (unsigned b = 0; b < NBLOCKS; b++) {
+			if (!t->block[b])
+				continue;
+			for (unsigned i = 0; i < BLOCK; i++) {
+				wf_tsd_entry_t *e = &t->block[b][i];
+				unsigned k = b * BLOCK + i;
+				if (!e->val)
+					continue;
+				void (*dtor)(void *) =
+					atomic_load_explicit(&keys[k].dtor, memory_order_relaxed);
+				if (e->seq != atomic_load_explicit(&keys[k].seq,
+								   memory_order_acquire) ||
+				    !dtor) {
+					e->val = NULL;
+					continue;
+				}
+				void *v = e->val;
+				e->val = NULL;
+				dtor(v);
+				any = 1;
+			}
+		}
+		if (!any)
+			break;
+	}
+	for (unsigned b = 0; b < NBLOCKS; b++)
+		free(t->block[b]);
+	free(t);
+}
+
+void wf_tsd_exit(struct wf_tsd **slot)
+{
+	/* Destructors may set values again: the table stays reachable while
+	 * they run, and is detached only when they are done. */
+	struct wf_tsd *t = *slot;
+	if (!t)
+		return;
+	run_destructors(t);
+	*slot = NULL;
+}
+
+static void foreign_exit(void *arg)
+{
+	if (foreign_tsd == arg)
+		wf_tsd_exit(&foreign_tsd);
+}

@@ -1,0 +1,337 @@
+/* Wait-on-address: every weft lock blocks through wf_wait / wf_wake.
+ *
+ * Like a futex, but for ULTs: wf_wait(addr, expected, ...) blocks the caller
+ * while *addr == expected, and wf_wake(addr, n) wakes up to n of the
+ * callers blocked on addr. A blocked ULT is parked (its worker runs other
+ * ULTs); a blocked foreign thread sleeps on a futex. Both kinds wait in the
+ * same queues, so wakes cross between them.
+ *
+ * The table
+ *   WF_BUCKETS buckets, each a spinlock and a FIFO (doubly linked) of
+ *   waiters; an address hashes to one bucket, which may hold waiters for
+ *   other addresses too. The check of *addr and the enqueue happen under the
+ *   bucket lock, and a waker takes the same lock, so a wake that follows a
+ *   change of *addr cannot slip between the check and the enqueue.
+ *
+ * A waiter (wf_waiter_t) lives in the waiting thread's stack frame and
+ * carries its own parker. Its status says who owns it:
+ *
+ *   QUEUED     in a bucket; owned by the bucket lock.
+ *   WOKEN      removed by a waker,
+ *   TIMEDOUT   by its timer (timer.c) or by itself (a foreign thread whose
+ *              futex wait timed out),
+ *   CANCELED   by weft_cancel.
+ *
+ * Exactly one party moves it out of QUEUED, under the bucket lock, and that
+ * party - unless it is the waiter itself - owes the waiter exactly one
+ * unpark. The waiter returns only after it has consumed that token, so the
+ * remover may use the waiter until its unpark (park.c explains why the
+ * unpark itself is safe against the waiter's frame going away). Nothing
+ * else unparks a waiter's parker: weft_unpark tokens go to the ULT's own
+ * parker and cannot end a wait early.
+ *
+ * Requeue (cond broadcast) moves waiters to another address's queue. Their
+ * addr changes under both bucket locks, so whoever locks a waiter's bucket
+ * from outside (its timer, a canceller) re-reads addr after locking and
+ * retries if it moved (lock_waiter_bucket).
+ *
+ * Lock order: a ULT's wait_lock, then a timer heap's lock, then bucket
+ * locks, two buckets in address order.
+ */
+#include <errno.h>
+#include <limits.h>
+
+#include "sync/wait.h"
+
+#define WF_BUCKET_BITS 10
+#define WF_BUCKETS     (1u << WF_BUCKET_BITS)
+
+enum { WF_W_QUEUED = 1, WF_W_WOKEN, WF_W_TIMEDOUT, WF_W_CANCELED };
+
+typedef struct wf_waiter {
+	struct wf_waiter *next, *prev; /* bucket list; under the bucket lock */
+	struct wf_waiter *chain;       /* a remover's list of waiters to unpark */
+	_Atomic(const void *) addr;    /* written under its bucket lock(s) */
+	int status;                    /* WF_W_*; under the bucket lock */
+	wf_parker_t parker;            /* unparked once, by whoever removed it */
+	wf_timer_t timer;              /* armed if a ULT waits with a deadline */
+} wf_waiter_t;
+
+typedef struct {
+	wf_spinlock_t lock;
+	wf_waiter_t *head, *tail;
+} WF_ALIGNED_CL wf_bucket_t;
+
+static wf_bucket_t buckets[WF_BUCKETS];
+
+static inline wf_bucket_t *bucket_of(const void *addr)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)addr >> 2) * 0x9E3779B97F4A7C15ull;
+	return &buckets[h >> (64 - WF_BUCKET_BITS)];
+}
+
+static inline void bucket_append(wf_bucket_t *b, wf_waiter_t *me)
+{
+	me->next = NULL;
+	me->prev = b->tail;
+	if (b->tail)
+		b->tail->next = me;
+	else
+		b->head = me;
+	b->tail = me;
+}
+
+static inline void bucket_remove(wf_bucket_t *b, wf_waiter_t *me)
+{
+	if (me->prev)
+		me->prev->next = me->next;
+	else
+		b->head = me->next;
+	if (me->next)
+		me->next->prev = me->prev;
+	else
+		b->tail = me->prev;
+}
+
+/* Lock the bucket me is queued in now (requeue may move it meanwhile). */
+static wf_bucket_t *lock_waiter_bucket(wf_waiter_t *me)
+{
+	for (;;) {
+		const void *a = atomic_load_explicit(&me->addr, memory_order_acquire);
+		wf_bucket_t *b = bucket_of(a);
+		wf_spin_lock(&b->lock);
+		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == a)
+			return b;
+		wf_spin_unlock(&b->lock);
+	}
+}
+
+/* Take me out of its queue with the given status, if it is still queued.
+ * Returns 1 if we did; 0 if someone else did (and owes me an unpark). */
+static int dequeue(wf_waiter_t *me, int status)
+{
+	wf_bucket_t *b = lock_waiter_bucket(me);
+	int queued = me->status == WF_W_QUEUED;
+	if (queued) {
+		bucket_remove(b, me);
+		me->status = status;
+	}
+	wf_spin_unlock(&b->lock);
+	return queued;
+}
+
+/* Unpark a remover's chain of waiters. Each waiter may be gone once its
+ * unpark is done, so its link is read first. */
+static void unpark_chain(wf_waiter_t *c)
+{
+	while (c) {
+		wf_waiter_t *next = c->chain;
+		wf_unpark(&c->parker);
+		c = next;
+	}
+}
+
+static wf_parker_t *timer_expired(wf_timer_t *t)
+{
+	wf_waiter_t *me = (wf_waiter_t *)((char *)t - offsetof(wf_waiter_t, timer));
+	return dequeue(me, WF_W_TIMEDOUT) ? &me->parker : NULL;
+}
+
+static int status_rc(int status)
+{
+	switch (status) {
+	case WF_W_WOKEN:
+		return 0;
+	case WF_W_TIMEDOUT:
+		return ETIMEDOUT;
+	case WF_W_CANCELED:
+		return ECANCELED;
+	default:
+		wf_panic("waiter left its wait in status %d", status);
+	}
+}
+
+/* A foreign thread waits: futex-sleep on its parker, with the deadline. */
+static int wait_foreign(wf_waiter_t *me, uint64_t deadline)
+{
+	if (wf_park_until(&me->parker, deadline) == ETIMEDOUT) {
+		if (dequeue(me, WF_W_TIMEDOUT))
+			return ETIMEDOUT;
+		wf_park_until(&me->parker, 0); /* the remover's token is on its way */
+	}
+	return status_rc(me->status);
+}
+
+/* A ULT waits: park; its timer (if any) and any waker race to dequeue it. */
+static int wait_ult(wf_worker_t *w, wf_waiter_t *me, uint64_t deadline)
+{
+	int timed = deadline != 0;
+	if (timed && wf_timer_add(w, &me->timer, deadline, timer_expired)) {
+		if (dequeue(me, WF_W_TIMEDOUT))
+			return ENOMEM;
+		timed = 0; /* woken already: wait for the token, report the wake */
+	}
+	wf_park(&me->parker);
+	if (timed)
+		wf_timer_cancel(&me->timer);
+	return status_rc(me->status);
+}
+
+int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
+{
+	wf_worker_t *w = wf_worker_self();
+	wf_ult_t *self = w ? w->current : NULL;
+	wf_waiter_t me;
+	atomic_store_explicit(&me.addr, addr, memory_order_relaxed);
+	me.status = WF_W_QUEUED;
+	me.chain = NULL;
+	atomic_store_explicit(&me.parker.state, WF_PARK_EMPTY, memory_order_relaxed);
+	me.parker.ult = self;
+
+	/* A cancellable wait is published in self->cwait (under wait_lock) for
+	 * weft_cancel to find. */
+	int cancellable = (flags & WF_WAIT_CANCEL) && self;
+	if (cancellable) {
+		wf_spin_lock(&self->wait_lock);
+		if ((atomic_load_explicit(&self->cancel, memory_order_acquire) &
+		     (WF_CANCEL_PENDING | WF_CANCEL_DISABLED)) == WF_CANCEL_PENDING) {
+			wf_spin_unlock(&self->wait_lock);
+			return ECANCELED;
+		}
+	}
+	wf_bucket_t *b = bucket_of(addr);
+	wf_spin_lock(&b->lock);
+	int rc = 0;
+	if (__atomic_load_n((const uint32_t *)addr, __ATOMIC_SEQ_CST) != expected)
+		rc = EAGAIN;
+	else if (deadline && deadline <= wf_now_ns())
+		rc = ETIMEDOUT;
+	else
+		bucket_append(b, &me);
+	wf_spin_unlock(&b->lock);
+	if (cancellable) {
+		if (!rc)
+			self->cwait = &me;
+		wf_spin_unlock(&self->wait_lock);
+	}
+	if (rc)
+		return rc;
+
+	rc = self ? wait_ult(w, &me, deadline) : wait_foreign(&me, deadline);
+
+	if (cancellable) {
+		/* A canceller holds wait_lock while it uses me. */
+		wf_spin_lock(&self->wait_lock);
+		self->cwait = NULL;
+		wf_spin_unlock(&self->wait_lock);
+	}
+	return rc;
+}
+
+int wf_wake(const void *addr, int n)
+{
+	wf_bucket_t *b = bucket_of(addr);
+	wf_waiter_t *chain = NULL, **tail = &chain;
+	int woken = 0;
+	wf_spin_lock(&b->lock);
+	for (wf_waiter_t *me = b->head; me && woken < n;) {
+		wf_waiter_t *next = me->next;
+		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == addr) {
+			bucket_remove(b, me);
+			me->status = WF_W_WOKEN;
+			me->chain = NULL;
+			*tail = me;
+			tail = &me->chain;
+			woken++;
+		}
+		me = next;
+	}
+	wf_spin_unlock(&b->lock);
+	unpark_chain(chain);
+	return woken;
+}
+
+int wf_requeue(const void *from, int nwake, const void *to, int nmove)
+{
+	wf_bucket_t *bf = bucket_of(from), *bt = bucket_of(to);
+	wf_bucket_t *first = bf < bt ? bf : bt, *second = bf < bt ? bt : bf;
+	wf_waiter_t *chain = NULL, **tail = &chain;
+	int woken = 0, moved = 0;
+	wf_spin_lock(&first->lock);
+	if (second != first)
+		wf_spin_lock(&second->lock);
+	for (wf_waiter_t *me = bf->head; me && (woken < nwake || moved < nmove);) {
+		wf_waiter_t *next = me->next;
+		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == from) {
+			if (woken < nwake) {
+				bucket_remove(bf, me);
+				me->status = WF_W_WOKEN;
+				me->chain = NULL;
+				*tail = me;
+				tail = &me->chain;
+				woken++;
+			} else {
+				if (bt != bf) {
+					bucket_remove(bf, me);
+					bucket_append(bt, me);
+				}
+				atomic_store_explicit(&me->addr, to, memory_order_release);
+				moved++;
+			}
+		}
+		me = next;
+	}
+	if (second != first)
+		wf_spin_unlock(&second->lock);
+	wf_spin_unlock(&first->lock);
+	unpark_chain(chain);
+	return woken;
+}
+
+void wf_wait_cancel(wf_ult_t *u)
+{
+	wf_spin_lock(&u->wait_lock);
+	wf_waiter_t *me = u->cwait;
+	int ours = me && dequeue(me, WF_W_CANCELED);
+	wf_spin_unlock(&u->wait_lock);
+	if (ours)
+		wf_unpark(&me->parker); /* it waits for this token: me is alive */
+}
+
+static __thread char foreign_key_anchor;
+
+uint64_t wf_self_key(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current)
+		return w->current->id;
+	return (uint64_t)(uintptr_t)&foreign_key_anchor | (1ull << 63);
+}
+
+/* ---- the public wait-on-address API ------------------------------------------ */
+
+int weft_wait(const uint32_t *addr, uint32_t expected, clockid_t clock,
+	      const struct timespec *abstime)
+{
+	if (!addr || ((uintptr_t)addr & 3))
+		return EINVAL;
+	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
+		return EINVAL;
+	uint64_t deadline = 0;
+	if (abstime) {
+		int e = wf_deadline(clock, abstime, &deadline);
+		if (e)
+			return e;
+	}
+	int rc = wf_wait(addr, expected, deadline, WF_WAIT_CANCEL);
+	if (rc == ECANCELED)
+		wf_cancel_act();
+	return rc;
+}
+
+int weft_wake(const uint32_t *addr, int n)
+{
+	if (!addr || n <= 0)
+		return -EINVAL;
+	return wf_wake(addr, n);
+}
