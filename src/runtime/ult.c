@@ -87,6 +87,27 @@ static int join_cycle(wf_ult_t *self, wf_ult_t *u)
 	return 0;
 }
 
+/* Publish, for weft_cancel, that self is about to block joining u; 0 if a
+ * cancellation is pending (act on it instead). See wf_wait_cancel. */
+static int join_publish(wf_ult_t *self, wf_ult_t *u)
+{
+	wf_spin_lock(&self->wait_lock);
+	int cancelled =
+		(atomic_load_explicit(&self->cancel, memory_order_acquire) &
+		 (WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) == WF_CANCEL_PENDING;
+	if (!cancelled)
+		self->cjoin = u;
+	wf_spin_unlock(&self->wait_lock);
+	return !cancelled;
+}
+
+static void join_unpublish(wf_ult_t *self)
+{
+	wf_spin_lock(&self->wait_lock); /* a canceller may still be using cjoin */
+	self->cjoin = NULL;
+	wf_spin_unlock(&self->wait_lock);
+}
+
 static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 {
 	if (join_cycle(self, u)) {
@@ -98,9 +119,19 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 	if (j == WF_JOIN_NONE) {
 		/* Block; the next context registers us as u's joiner once we are
 		 * off our stack (sched.c, WF_AFTER_JOIN). */
+		if (!join_publish(self, u)) {
+			atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+			wf_cancel_act();
+		}
 		self->join_target = u;
 		wf_block(w, self, WF_AFTER_JOIN);
+		join_unpublish(self);
 		j = self->join_seen;
+		if (j == WF_JOIN_CANCELED) {
+			/* weft_cancel took us out; u stays joinable, as POSIX says. */
+			atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+			wf_cancel_act();
+		}
 		if (j == 0)
 			j = WF_JOIN_CLAIMED; /* registered, and woken by u's exit */
 		else if (j != WF_JOIN_EXITED)
@@ -135,7 +166,7 @@ int weft_join(weft_t t, void **ret)
 	wf_ult_t *u = wf_registry_find(t);
 	if (!u)
 		return ESRCH;
-	wf_testcancel(); /* a cancellation point (only on entry: see cancel.c) */
+	wf_testcancel(); /* a cancellation point */
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *self = w ? w->current : NULL;
 	if (u == self)

@@ -183,20 +183,16 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 {
 	u->state = WF_EXITED;
 	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
-	 * detach -> CLAIMED (its owner is already known). */
+	 * detach -> CLAIMED (its owner is already known). CLAIMED already: the
+	 * registered joiner was claimed in wf_exit_current and is running now.
+	 * Always a CAS: a joiner registering, a detach, or a canceller taking a
+	 * registered joiner back out (weft_cancel) may change the word. */
 	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
-	if (old == WF_JOIN_NONE) {
-		/* Only NONE can still change under us (a joiner registering, a
-		 * detach): settle it with a CAS. */
-		while (!atomic_compare_exchange_weak_explicit(
-			&u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
-			memory_order_acq_rel, memory_order_acquire))
-			;
-	} else {
-		/* A registered joiner or a detach is final: nobody else writes
-		 * the word any more, and the release store publishes retval. */
-		atomic_store_explicit(&u->joiner, WF_JOIN_CLAIMED, memory_order_release);
-	}
+	while (old != WF_JOIN_CLAIMED &&
+	       !atomic_compare_exchange_weak_explicit(
+		       &u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
+		       memory_order_acq_rel, memory_order_acquire))
+		;
 	if (u != wf_rt.root) /* the root was not made by weft_create */
 		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 	if (old == WF_JOIN_DETACHED) {
@@ -207,10 +203,10 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 		wf_parker_t *p = (wf_parker_t *)(old & ~(uintptr_t)1);
 		atomic_store_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_release);
 		wf_futex_wake(&p->state, 1);
-	} else if (old != WF_JOIN_NONE && (wf_ult_t *)old != w->current) {
-		/* A ULT joiner committed its block (see JOIN below): nobody else
-		 * touches it, and it does not run until we queue it. (If it is
-		 * w->current, the exiting ULT handed its worker straight to it.) */
+	} else if (old > WF_JOIN_CLAIMED) {
+		/* A ULT joiner committed its block (see JOIN below) and our CAS
+		 * took it: nobody else touches it, and it does not run until we
+		 * queue it. */
 		wf_make_runnable(w, (wf_ult_t *)old);
 	}
 	if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&
@@ -324,8 +320,12 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 	 * our exit will wake it, so it is ours to run. */
 	uintptr_t j = atomic_load_explicit(&self->joiner, memory_order_acquire);
 	wf_ult_t *next;
+	/* Claim it first (CAS joiner -> CLAIMED): a canceller may be taking it
+	 * out of its join at this moment, and only one of us may run it. */
 	if (j > WF_JOIN_CLAIMED && !(j & 1) &&
-	    (((wf_ult_t *)j)->bound_worker < 0 || ((wf_ult_t *)j)->bound_worker == w->id))
+	    (((wf_ult_t *)j)->bound_worker < 0 || ((wf_ult_t *)j)->bound_worker == w->id) &&
+	    atomic_compare_exchange_strong_explicit(&self->joiner, &j, WF_JOIN_CLAIMED,
+						    memory_order_acq_rel, memory_order_acquire))
 		next = (wf_ult_t *)j;
 	else
 		next = pick_next(w);

@@ -65,6 +65,8 @@ enum wf_stack_kind {
 #define WF_JOIN_DETACHED ((uintptr_t)2)
 #define WF_JOIN_EXITED   ((uintptr_t)4) /* exited, nobody has claimed it yet */
 #define WF_JOIN_CLAIMED  ((uintptr_t)6) /* exited, and a joiner owns it */
+/* Only in join_seen: a canceller took the joiner out of its join. */
+#define WF_JOIN_CANCELED ((uintptr_t)8)
 
 typedef struct wf_ult {
 	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */
@@ -89,11 +91,12 @@ typedef struct wf_ult {
 	unsigned valgrind_id; /* VALGRIND_STACK_REGISTER handle */
 
 	/* Synchronization (src/sync). */
-	atomic_int cancel;        /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
-	wf_spinlock_t wait_lock;  /* guards cwait */
-	struct wf_waiter *cwait;  /* the cancellable wait it is in; under wait_lock */
+	atomic_int cancel;       /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
+	wf_spinlock_t wait_lock; /* guards cwait */
+	struct wf_waiter *cwait; /* the cancellable wait it is in; under wait_lock */
+	struct wf_ult *cjoin;    /* the ULT it is joining (cancellable); under wait_lock */
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
-	struct wf_tsd *tsd;       /* thread-specific values; owned by the ULT */
+	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
 

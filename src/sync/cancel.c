@@ -12,11 +12,11 @@
  * destructors before the ULT ends. weft does not unwind the stack: handlers
  * run on top of it, while the frames they refer to are still intact.
  *
+ * A ULT blocked in weft_join is taken out of it the same way (it publishes
+ * its target in cjoin; see wf_wait_cancel); its target stays joinable.
+ *
  * Foreign threads cannot be cancelled (weft_cancel takes a weft_t); their
  * cancel state is kept so that set/get round-trip.
- *
- * Known gap: a ULT blocked in weft_join is not taken out of it; it acts on
- * the cancellation when it next reaches a cancellation point.
  */
 #include <errno.h>
 

@@ -61,7 +61,8 @@ WF_HIDDEN int wf_wake(const void *addr, int n);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
  * oldest first (cond broadcast without a stampede). Returns how many woke. */
 WF_HIDDEN int wf_requeue(const void *from, int nwake, const void *to, int nmove);
-/* Take ULT u out of a cancellable wait, if it is in one (weft_cancel). */
+/* Take ULT u out of a cancellable wait or a weft_join, if it is in one
+ * (weft_cancel). */
 WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);
 
 /* ---- mutex internals for condition variables (mutex.c) ---------------------- */
