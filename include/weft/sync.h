@@ -332,11 +332,12 @@ enum { WEFT_CANCEL_ENABLE = 0, WEFT_CANCEL_DISABLE };
 enum { WEFT_CANCEL_DEFERRED = 0, WEFT_CANCEL_ASYNCHRONOUS };
 
 /* Request cancellation of t: it acts on it at its next cancellation point
- * (as in POSIX: the condition variable waits, the semaphore waits, the
- * sleeps, weft_join and weft_testcancel; and weft_wait) while cancellation
- * is enabled,
- * running its cleanup handlers and thread-specific data destructors and
- * exiting with WEFT_CANCELED. A ULT blocked at a cancellation point is
+ * (the condition variable waits, the semaphore waits, the blocking rwlock
+ * locks, the sleeps, weft_join, weft_testcancel and weft_wait - every
+ * blocking call of weft except the mutex locks, weft_spin_lock, weft_once
+ * and weft_barrier_wait, which POSIX does not allow to be cancellation
+ * points) while cancellation is enabled, running its cleanup handlers and
+ * thread-specific data destructors and exiting with WEFT_CANCELED. A ULT blocked at a cancellation point is
  * taken out of its wait. ESRCH for an unknown t. */
 WEFT_API int weft_cancel(weft_t t);
 WEFT_API int weft_setcancelstate(int state, int *oldstate);

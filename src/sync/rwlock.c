@@ -12,8 +12,9 @@
  *                  waiting readers are woken before a writer.
  *   PREFER_WRITER  a reader also stays out while a writer waits; on release,
  *                  one waiting writer is woken before the readers.
- * A waiter that gives up (timeout) passes on a wake it may have consumed,
- * so a timed-out waiter cannot strand the others.
+ * A waiter that gives up (timeout, cancellation - the lock calls are
+ * cancellation points, as POSIX allows) passes on a wake it may have
+ * consumed, so it cannot strand the others.
  */
 #include <errno.h>
 #include <limits.h>
@@ -131,6 +132,8 @@ static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 		return EINVAL;
 	uint64_t me = wf_self_key(), deadline = 0;
 	int have_deadline = 0;
+	if (!try)
+		wf_testcancel();
 	wf_word_lock(&l->lock);
 	for (;;) {
 		if (can_enter(l, write))
@@ -156,15 +159,18 @@ static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 		(*count)++;
 		uint32_t seq = WF_LOAD_RLX(word);
 		wf_word_unlock(&l->lock);
-		int rc = wf_wait(word, seq, deadline, 0);
+		int rc = wf_wait(word, seq, deadline, WF_WAIT_CANCEL);
 		wf_word_lock(&l->lock);
 		(*count)--;
-		if (rc == ETIMEDOUT || rc == ENOMEM) {
-			if (can_enter(l, write))
+		if (rc == ETIMEDOUT || rc == ENOMEM || rc == ECANCELED) {
+			if (rc != ECANCELED && can_enter(l, write))
 				return enter(l, write, me); /* free after all: take it */
-			int who = choose_wake(l);           /* pass on a wake we may have eaten */
+			/* Pass on a wake we may have eaten. */
+			int who = choose_wake(l);
 			wf_word_unlock(&l->lock);
 			do_wake(l, who);
+			if (rc == ECANCELED)
+				wf_cancel_act();
 			return rc;
 		}
 	}
