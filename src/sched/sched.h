@@ -62,15 +62,15 @@ typedef struct wf_timers {
 typedef struct wf_worker {
 	/* Owner-only fields: touched only by the kernel thread of this worker. */
 	int id;
-	wf_ult_t *current; /* the RUNNING ULT, or NULL in the scheduler loop */
-	wf_ult_t *prev;    /* the ULT that just switched away ... */
-	int prev_action;   /* ... and what to do with it (enum wf_after) */
+	wf_ult_t *current;        /* the RUNNING ULT, or NULL in the scheduler loop */
+	wf_ult_t *prev;           /* the ULT that just switched away ... */
+	int prev_action;          /* ... and what to do with it (enum wf_after) */
 	wf_parker_t *prev_parker; /* ... and for WF_AFTER_PARK, the parker to commit */
-	wf_ctx_t loop_ctx; /* the scheduler loop: runs when no ULT can */
-	wf_fifo_t local;   /* bound ULTs this worker queued itself; never stolen */
-	uint32_t tick;     /* scheduling decisions so far (fairness) */
-	uint64_t rng;      /* victim selection */
-	void *loop_stack;  /* worker 0's loop stack mapping (others use their own) */
+	wf_ctx_t loop_ctx;        /* the scheduler loop: runs when no ULT can */
+	wf_fifo_t local;          /* bound ULTs this worker queued itself; never stolen */
+	uint32_t tick;            /* scheduling decisions so far (fairness) */
+	uint64_t rng;             /* victim selection */
+	void *loop_stack;         /* worker 0's loop stack mapping (others use their own) */
 	size_t loop_stack_size;
 	void *loop_uc;  /* ucontext storage of loop_ctx */
 	void *altstack; /* signal stack for guard-page reports */
