@@ -69,7 +69,7 @@ static int weft_stop(char *err, size_t errlen)
 	return rc;
 }
 
-static int weft_session(const wb_case_t *c, long n, wb_sample_t *s)
+int wb_weft_session(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int rc = weft_start(c->opts, c->context, s->error, sizeof s->error);
 	if (rc)
@@ -618,7 +618,7 @@ int wb_micro_chain_child(const wb_opts_t *o)
 		printf("error=unknown system '%s'\n", sys);
 		return 2;
 	}
-	rc = weft_session(&c, n, &s);
+	rc = wb_weft_session(&c, n, &s);
 	if (rc) {
 		printf("error=%s\n", s.error);
 		return 1;
@@ -633,11 +633,11 @@ int wb_micro_chain_child(const wb_opts_t *o)
 
 /* ---- the suite --------------------------------------------------------- */
 
-#define WEFT_CASE(ctx, body, where, nt)                                                       \
-	{                                                                                     \
-		.system = (ctx) == WEFT_CONTEXT_ASM ? "weft-asm" : "weft-ucontext",           \
-		.placement = (where), .run = weft_session, .inner = (body), .context = (ctx), \
-		.weft = 1, .n0 = 1000, .note = (nt), .opts = o                                \
+#define WEFT_CASE(ctx, body, where, nt)                                                          \
+	{                                                                                        \
+		.system = (ctx) == WEFT_CONTEXT_ASM ? "weft-asm" : "weft-ucontext",              \
+		.placement = (where), .run = wb_weft_session, .inner = (body), .context = (ctx), \
+		.weft = 1, .n0 = 1000, .note = (nt), .opts = o                                   \
 	}
 
 static const char *weft_unavailable; /* set when the probe session failed */
@@ -952,9 +952,15 @@ int wb_micro_main(const wb_opts_t *o)
 		}
 	}
 
+	/* The synchronization rows (sync.c). */
+	char closing[1024];
+	wb_sync_rows(o, &r, nworkers, closing, sizeof closing);
+
 	wb_report_footer(&r, "\nmedian [min, max] over the trials. RT = round trip = 2 switches. "
 			     "vs pthread = median / the pthread median of the same benchmark in "
 			     "this run (chain: sizes differ, see the note).\n");
+	if (closing[0])
+		wb_report_footer(&r, "%s", closing);
 	wb_report_end(&r);
 	return 0;
 }

@@ -29,6 +29,30 @@ int wb_pthread_fib(int k, long *threads, int64_t *elapsed_ns);
 /* n threads alive at once: thread i creates thread i+1 and joins it. */
 int wb_pthread_chain(long n, int64_t *elapsed_ns);
 
+/* glibc pthreads' synchronization (peers_pthread_sync.c), the sync rows */
+
+/* n times pthread_mutex_lock + unlock of a default mutex, one thread. */
+int wb_pthread_mutex_uncontended(long n, int64_t *elapsed_ns);
+/* Two threads, on cpu_a and cpu_b, hand a turn back and forth n times with
+ * a mutex and a condition variable per thread: n round trips. */
+int wb_pthread_cond_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns);
+/* The same with two semaphores (post the other's, wait on one's own). */
+int wb_pthread_sem_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns);
+/* threads threads (thread i pinned to cpus[i]; cpus NULL: none pinned),
+ * released together, each lock a default mutex, increment a shared counter
+ * (and mix it into a hash), unlock, per_thread times. *counter is the final
+ * count; elapsed from the release to the last join. */
+int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, long *counter,
+			    int64_t *elapsed_ns);
+/* n threads each nanosleep(sleep_ns); from the first create to the last
+ * join. On a failed pthread_create, *created says how many were made (all
+ * joined) and its error is returned. */
+int wb_pthread_sleep_many(long n, long sleep_ns, long *created, int64_t *elapsed_ns);
+/* n threads block in sem_wait on one semaphore; once all have started
+ * (*block_ns after the first create), n sem_posts release them and all are
+ * joined (*elapsed_ns). *created as above. */
+int wb_pthread_sem_many(long n, long *created, int64_t *block_ns, int64_t *elapsed_ns);
+
 /* glibc ucontext (peers_ucontext.c) */
 
 /* n swapcontext round trips between two contexts (2n switches). */

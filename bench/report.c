@@ -170,7 +170,7 @@ static void fmt_ratio(char *buf, size_t n, double v)
 		snprintf(buf, n, "%.3gx", v);
 }
 
-#define TABLE_FMT "| %-17s | %-22s | %-11s | %9s | %9s | %9s | %-9s | %-10s | %s\n"
+#define TABLE_FMT "| %-25s | %-22s | %-11s | %9s | %9s | %9s | %-9s | %-10s | %s\n"
 
 void wb_report_begin(wb_report_t *r, const wb_machine_t *m, const char *const *meta_keys,
 		     const char *const *meta_vals, int nmeta)
@@ -210,9 +210,8 @@ void wb_report_begin(wb_report_t *r, const wb_machine_t *m, const char *const *m
 	printf("\n");
 	printf(TABLE_FMT, "benchmark", "system", "where", "median", "min", "max", "unit",
 	       "vs pthread", "note");
-	printf("|-------------------|------------------------|-------------|-----------|-----------"
-	       "|"
-	       "-----------|-----------|------------|-----\n");
+	printf("|---------------------------|------------------------|-------------|-----------|"
+	       "-----------|-----------|-----------|------------|-----\n");
 	fflush(stdout);
 }
 

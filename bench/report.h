@@ -23,7 +23,7 @@
 #include <time.h>
 
 #define WB_MAX_TRIALS 64
-#define WB_MAX_EXTRA  8
+#define WB_MAX_EXTRA  16
 
 /* A named number attached to a row (peak_rss_kb, ns_per_thread, ...). */
 typedef struct wb_extra {

@@ -10,5 +10,18 @@ int wb_micro_main(const wb_opts_t *o);
 /* micro.c, hidden "_chain": one run of the chain row in a fresh process, so
  * its peak RSS is its own. Prints "elapsed_ns=... pre_rss_kb=..." on stdout. */
 int wb_micro_chain_child(const wb_opts_t *o);
+/* micro.c: a run_fn that starts weft (the case's context backend, the
+ * options' workers and pinning), runs c->inner and shuts weft down. */
+int wb_weft_session(const wb_case_t *c, long n, wb_sample_t *s);
+
+/* sync.c: the synchronization rows of micro (mutex, condvar, semaphore,
+ * sleep, adaptive locks), printed to r; nworkers is weft's worker count as
+ * micro's probe found it. closing gets a text note for after the table
+ * (adaptive_tsp's verdict), or "". */
+void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closing,
+		  size_t closing_len);
+/* sync.c, hidden "_semwait": one run of the sem_1m row in a fresh process.
+ * Prints "elapsed_ns=... pre_rss_kb=... block_ns=..." on stdout. */
+int wb_sync_semwait_child(const wb_opts_t *o);
 
 #endif

@@ -25,8 +25,12 @@ static const struct subcommand subcommands[] = {
 	 "basic costs: create+join, yield, park/unpark ping-pong (one worker, two),\n"
 	 "          fork-join fib, N threads alive (time + peak RSS), bare switches;\n"
 	 "          weft (asm and ucontext backends) vs glibc pthreads, glibc ucontext\n"
-	 "          and, when built with Boost, Boost.Context and Boost.Fiber"},
+	 "          and, when built with Boost, Boost.Context and Boost.Fiber;\n"
+	 "          synchronization: mutex, condvar and semaphore ping-pongs, 64 threads\n"
+	 "          on one mutex, 10k sleepers, 1M ULTs blocked on a semaphore, and a\n"
+	 "          TSP once per mutex waiting policy (spin, spin-park, park, adaptive)"},
 	{"_chain", wb_micro_chain_child, NULL},
+	{"_semwait", wb_sync_semwait_child, NULL},
 };
 
 static void usage(FILE *f, const char *argv0)
@@ -104,8 +108,8 @@ int main(int argc, char **argv)
 		{"chain-trials", required_argument, NULL, OPT_CHAIN_TRIALS},
 		{"workers", required_argument, NULL, OPT_WORKERS},
 		{"pin", required_argument, NULL, OPT_PIN},
-		{"system", required_argument, NULL, OPT_SYSTEM}, /* hidden, _chain */
-		{"n", required_argument, NULL, OPT_N},           /* hidden, _chain */
+		{"system", required_argument, NULL, OPT_SYSTEM}, /* hidden, _chain, _semwait */
+		{"n", required_argument, NULL, OPT_N},           /* hidden, _chain, _semwait */
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};

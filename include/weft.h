@@ -96,7 +96,8 @@ WEFT_API int weft_init(const weft_config_t *cfg);
  * EINVAL if the runtime is not running, EBUSY while any other ULT has not
  * exited yet. Afterwards the caller is a plain kernel thread again, on the
  * kernel thread that called weft_init, and weft_init may be called again.
- * Returning from main does the same when it can (no other ULT alive). */
+ * Returning from main does the same when it can (no other ULT alive).
+ * The caller's thread-specific values (weft_setspecific) stay with it. */
 WEFT_API int weft_shutdown(void);
 
 /* Attributes. A zero-filled weft_attr_t is NOT valid; use weft_attr_init. */

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "runtime/runtime.h"
+#include "sync/wait.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int atexit_done;
@@ -170,6 +171,7 @@ int weft_shutdown(void)
 	wf_stack_global_drain();
 	wf_stack_signals_fini();
 	if (root) {
+		wf_tsd_adopt(&root->tsd); /* the thread keeps its weft_setspecific values */
 		wf_registry_remove(NULL, root);
 		free(root);
 	}

@@ -67,7 +67,9 @@ void wf_park(wf_parker_t *p)
 		return;
 	if (p->ult) {
 		wf_worker_t *w = wf_worker_self();
-		atomic_fetch_add_explicit(&w->n_parks, 1, memory_order_relaxed);
+		atomic_store_explicit(&w->n_parks,
+				      atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
+				      memory_order_relaxed); /* owner-written: no RMW */
 		w->prev_parker = p;
 		wf_block(w, p->ult, WF_AFTER_PARK);
 		return;

@@ -389,8 +389,10 @@ static void tune_spin(wf_worker_t *w, uint64_t slept_ns)
 static wf_ult_t *find_work(wf_worker_t *w)
 {
 	for (;;) {
-		if (wf_timers_next(w) != UINT64_MAX)
-			wf_timers_poll(w, wf_now_ns());
+		uint64_t t0 = wf_now_ns();
+		wf_timers_poll(w, t0);
+		if (wf_rt.nworkers > 1)
+			wf_timers_help(w, t0);
 		wf_ult_t *u = pick_next(w);
 		if (u)
 			return u;
@@ -401,8 +403,10 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		atomic_fetch_add_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
 		uint64_t deadline = wf_now_ns() + (uint64_t)w->spin_ns;
 		for (unsigned iter = 0; w->spin_ns > 0; iter++) {
-			if (wf_timers_next(w) != UINT64_MAX)
-				wf_timers_poll(w, wf_now_ns());
+			uint64_t now = wf_now_ns();
+			wf_timers_poll(w, now);
+			if (wf_rt.nworkers > 1)
+				wf_timers_help(w, now);
 			u = pick_next(w);
 			if (!u)
 				u = steal_any(w, 0);
@@ -439,8 +443,11 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			atomic_fetch_add_explicit(&w->n_sleeps, 1, memory_order_relaxed);
 			uint64_t slept = wf_now_ns(), now = slept;
 			/* Only this worker arms timers on its heap, so the earliest
-			 * deadline cannot move while it sleeps. */
-			uint64_t until = wf_timers_next(w);
+			 * deadline cannot move while it sleeps; busy workers' timers
+			 * get a backstop (timer.c, "who fires"). */
+			uint64_t until = wf_timers_next(w), backstop = wf_timers_backstop(w);
+			if (backstop < until)
+				until = backstop;
 			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
 				       WF_SLEEPING &&
 			       now < until) {

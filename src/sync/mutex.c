@@ -376,20 +376,30 @@ int wf_mutex_unlock_for_wait(weft_mutex_t *m, uint32_t *depth)
 	return 0;
 }
 
-/* Take m back after a condition wait. Waiters moved here by a broadcast
- * sleep on m's word, so lock as a waiter (state 2): our unlock must wake the
- * next of them. Not a cancellation point, no deadline. */
-void wf_mutex_relock(weft_mutex_t *m, uint32_t depth)
+/* Take m back after a condition wait. Not a cancellation point, no deadline.
+ * as_waiter: a broadcast happened during the wait and may have moved
+ * waiters onto m's queue; they sleep on m's word and only an unlock that
+ * sees 2 wakes them, so lock as a waiter (state 2) and keep the chain of
+ * hand-offs going. Otherwise lock as usual (by m's policy). */
+void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter)
 {
-	uint64_t parks = 0;
-	for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
-		parks++;
-		wf_wait(&m->state, 2, 0, 0);
-	}
-	WF_BUMP(&m->n_acquired);
-	if (parks) {
-		WF_BUMP(&m->n_contended);
-		__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks, __ATOMIC_RELAXED);
+	if (!as_waiter) {
+		if (!try_take(m))
+			contend(m, 0); /* no deadline: cannot fail */
+		else
+			WF_BUMP(&m->n_acquired);
+	} else {
+		uint64_t parks = 0;
+		for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
+			parks++;
+			wf_wait(&m->state, 2, 0, 0);
+		}
+		WF_BUMP(&m->n_acquired);
+		if (parks) {
+			WF_BUMP(&m->n_contended);
+			__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks,
+					 __ATOMIC_RELAXED);
+		}
 	}
 	if (m->type != WEFT_MUTEX_NORMAL) {
 		__atomic_store_n(&m->owner, wf_self_key(), __ATOMIC_RELAXED);

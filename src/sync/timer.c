@@ -10,9 +10,13 @@
  *   - on every scan while it is idle and spinning, and
  *   - when its futex sleep times out: an idle worker sleeps until its
  *     earliest deadline, not indefinitely (sched.c, find_work).
- * A worker that runs one ULT for a long time without switching delays its
- * timers (weft is not preemptive); idle workers do not fire other workers'
- * timers, which keeps every heap single-consumer.
+ * An owner that runs one ULT for a long time without a scheduling decision
+ * (weft is not preemptive) would delay its timers, so idle workers help
+ * (wf_timers_help): a spinning worker fires any worker's expired timers
+ * (with a trylock: it never waits for a heap), and a sleeping worker sets
+ * its futex timeout no later than WF_TIMER_BACKSTOP_NS past the earliest
+ * deadline of each worker that was busy when it went to sleep. A woken
+ * waiter then runs on the helping worker, which was idle anyway.
  *
  * Locking: the heap's spinlock covers the array, every timer's index and
  * the call of its fire function. Cancelling takes the same lock, so once
@@ -114,11 +118,9 @@ void wf_timer_cancel(wf_timer_t *t)
 	wf_spin_unlock(&h->lock);
 }
 
-int wf_timers_poll(wf_worker_t *w, uint64_t now)
+/* Fire h's expired timers; try: give up if the lock is taken. */
+static int poll_heap(wf_timers_t *h, uint64_t now, int try)
 {
-	wf_timers_t *h = &w->timers;
-	if (wf_timers_next(w) > now)
-		return 0;
 	/* Fire under the lock, unpark after it: an unpark may queue work and
 	 * wake another worker, which need not wait for our lock. */
 	enum { BATCH = 32 };
@@ -126,7 +128,10 @@ int wf_timers_poll(wf_worker_t *w, uint64_t now)
 	int fired = 0;
 	for (;;) {
 		int k = 0;
-		wf_spin_lock(&h->lock);
+		if (!try)
+			wf_spin_lock(&h->lock);
+		else if (!wf_spin_trylock(&h->lock))
+			return fired;
 		while (k < BATCH && h->n && h->v[0]->deadline <= now) {
 			wf_timer_t *t = h->v[0];
 			heap_remove(h, 0);
@@ -142,6 +147,39 @@ int wf_timers_poll(wf_worker_t *w, uint64_t now)
 		if (!more)
 			return fired;
 	}
+}
+
+int wf_timers_poll(wf_worker_t *w, uint64_t now)
+{
+	if (wf_timers_next(w) > now)
+		return 0;
+	return poll_heap(&w->timers, now, 0);
+}
+
+int wf_timers_help(wf_worker_t *w, uint64_t now)
+{
+	int fired = 0;
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *v = wf_rt.workers[i];
+		if (v != w && wf_timers_next(v) <= now)
+			fired += poll_heap(&v->timers, now, 1);
+	}
+	return fired;
+}
+
+uint64_t wf_timers_backstop(wf_worker_t *w)
+{
+	uint64_t until = UINT64_MAX;
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *v = wf_rt.workers[i];
+		if (v == w ||
+		    atomic_load_explicit(&v->sleep_state, memory_order_relaxed) == WF_SLEEPING)
+			continue; /* asleep: it wakes for its own timers */
+		uint64_t next = wf_timers_next(v);
+		if (next < UINT64_MAX - WF_TIMER_BACKSTOP_NS && next + WF_TIMER_BACKSTOP_NS < until)
+			until = next + WF_TIMER_BACKSTOP_NS;
+	}
+	return until;
 }
 
 int wf_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *out)

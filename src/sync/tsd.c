@@ -9,7 +9,8 @@
  * Values: per thread, lazily, 32 blocks of 32 entries (a ULT that never
  * calls weft_setspecific costs one NULL pointer). A ULT's table hangs off
  * its descriptor and is owned by the ULT; a foreign thread's is
- * thread-local, and a pthread key runs its destructors when it exits.
+ * thread-local, and a pthread key runs its destructors when it exits. The
+ * root ULT's table becomes its kernel thread's at weft_shutdown.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -175,6 +176,23 @@ void wf_tsd_exit(struct wf_tsd **slot)
 		return;
 	run_destructors(t);
 	*slot = NULL;
+}
+
+void wf_tsd_adopt(struct wf_tsd **slot)
+{
+	/* The root ULT leaves weft (weft_shutdown) and its kernel thread goes
+	 * on as a foreign thread: its values go with it. */
+	struct wf_tsd *t = *slot;
+	if (!t)
+		return;
+	*slot = NULL;
+	if (foreign_tsd) {
+		run_destructors(t); /* both tables set: keep the thread's own */
+		return;
+	}
+	foreign_tsd = t;
+	pthread_once(&foreign_exit_once, foreign_exit_init);
+	pthread_setspecific(foreign_exit_key, t);
 }
 
 static void foreign_exit(void *arg)

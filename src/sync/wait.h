@@ -34,6 +34,12 @@ WF_HIDDEN int wf_timer_add(wf_worker_t *w, wf_timer_t *t, uint64_t deadline, wf_
 WF_HIDDEN void wf_timer_cancel(wf_timer_t *t);
 /* Fire w's expired timers; returns how many fired. Called by w's owner. */
 WF_HIDDEN int wf_timers_poll(wf_worker_t *w, uint64_t now);
+/* Idle worker w fires other workers' expired timers (trylock). */
+WF_HIDDEN int wf_timers_help(wf_worker_t *w, uint64_t now);
+/* The latest time idle worker w may sleep until, for the timers of workers
+ * that are busy now: their earliest deadline + WF_TIMER_BACKSTOP_NS. */
+#define WF_TIMER_BACKSTOP_NS 2000000ull
+WF_HIDDEN uint64_t wf_timers_backstop(wf_worker_t *w);
 /* w's earliest deadline, or UINT64_MAX (relaxed read, any thread). */
 static inline uint64_t wf_timers_next(wf_worker_t *w)
 {
@@ -68,7 +74,7 @@ WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);
 /* ---- mutex internals for condition variables (mutex.c) ---------------------- */
 
 WF_HIDDEN int wf_mutex_unlock_for_wait(weft_mutex_t *m, uint32_t *depth);
-WF_HIDDEN void wf_mutex_relock(weft_mutex_t *m, uint32_t depth);
+WF_HIDDEN void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter);
 
 /* ---- cancellation (cancel.c) ----------------------------------------------- */
 
@@ -81,6 +87,8 @@ WF_HIDDEN _Noreturn void wf_cancel_act(void);
  * thread-specific data destructors of an exiting ULT; runs on its stack. */
 WF_HIDDEN void wf_ult_exiting(wf_ult_t *u, int run_cleanup);
 WF_HIDDEN void wf_tsd_exit(struct wf_tsd **slot);
+/* Move a table to the calling thread's foreign slot (weft_shutdown). */
+WF_HIDDEN void wf_tsd_adopt(struct wf_tsd **slot);
 
 /* ---- small atomics on the public objects' plain fields ------------------------ */
 

@@ -87,6 +87,12 @@ static inline void wf_spin_lock(wf_spinlock_t *l)
 	}
 }
 
+static inline int wf_spin_trylock(wf_spinlock_t *l)
+{
+	return !atomic_load_explicit(&l->locked, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
+}
+
 static inline void wf_spin_unlock(wf_spinlock_t *l)
 {
 	atomic_store_explicit(&l->locked, 0, memory_order_release);
