@@ -96,7 +96,7 @@ typedef struct weft_mutex {
 	int32_t spin_set; /* the fixed budget of SPIN_PARK, or adaptive's start */
 	uint32_t sample;  /* adaptive: contended acquisitions in this window */
 	uint32_t spun_ok; /* adaptive: of those, acquired while spinning */
-	uint32_t polls;   /* adaptive: polls those successful spins took */
+	uint32_t polls;   /* adaptive: the longest successful spin in this window, in polls */
 	uint64_t n_acquired, n_contended, n_parks, n_spin_fail;
 } weft_mutex_t;
 

@@ -16,14 +16,15 @@
  *                         consumes the token and requeues the ULT instead.
  *                         A foreign thread CASes EMPTY -> PARKED itself and
  *                         futex-waits while the word is PARKED.
- *   unpark (anyone)       exchange the state with NOTIFIED. Was EMPTY or
- *                         NOTIFIED: a token is left, done. Was PARKED: the
- *                         unparker owns the parked thread; it exchanges the
- *                         state to EMPTY and makes the thread runnable (queues
- *                         the ULT on the caller's worker, or futex-wakes the
- *                         foreign thread). Always a read-modify-write: see
- *                         the comment in wf_unpark for the race a plain load
- *                         would lose.
+ *   unpark (anyone)       CAS PARKED -> EMPTY: the unparker owns the parked
+ *                         thread and makes it runnable (queues the ULT on
+ *                         the caller's worker, or futex-wakes the foreign
+ *                         thread). Otherwise exchange the state with
+ *                         NOTIFIED. Was EMPTY or NOTIFIED: a token is left,
+ *                         done. Was PARKED (it parked in between): as above,
+ *                         after exchanging the state to EMPTY. Always a
+ *                         read-modify-write: see the comment in wf_unpark
+ *                         for the race a plain load would lose.
  *
  * Ordering: the commit CAS is acq_rel and the unpark exchange is acq_rel, so the
  * parked ULT's saved context (written before the switch, on the parking
@@ -38,11 +39,11 @@
  * foreign thread's in thread-local storage, and a wait-on-address waiter's
  * on the waiter's stack (src/sync/wait.c). A parker on a stack is safe
  * because its unparker touches it for the last time before the owner can
- * return: the first exchange if the owner had not blocked yet (the owner
- * returns only after it sees that token), and otherwise the second exchange,
- * which comes before the ULT is queued, or which a foreign owner waits for
- * (it returns only once the word is EMPTY again; the futex wake after it
- * may hit a dead address, which the kernel tolerates).
+ * return: the exchange that leaves a token if the owner had not blocked yet
+ * (the owner returns only after it sees that token), and otherwise the RMW
+ * that sets EMPTY, which comes before the ULT is queued, or which a foreign
+ * owner waits for (it returns only once the word is EMPTY again; the futex
+ * wake after it may hit a dead address, which the kernel tolerates).
  */
 #include "sched/sched.h"
 
@@ -63,7 +64,10 @@ static inline int take_token(wf_parker_t *p)
 
 void wf_park(wf_parker_t *p)
 {
-	if (take_token(p))
+	/* Look before the CAS: a failed CAS costs as much as a successful one,
+	 * and without a token the block below copes with one arriving late. */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == WF_PARK_NOTIFIED &&
+	    take_token(p))
 		return;
 	if (p->ult) {
 		wf_worker_t *w = wf_worker_self();
@@ -118,28 +122,43 @@ int wf_park_until(wf_parker_t *p, uint64_t deadline_ns)
 	}
 }
 
+/* Make the parked thread runnable: the wake is ours. */
+static void resume(wf_parker_t *p, wf_ult_t *u)
+{
+	if (u)
+		wf_make_runnable(wf_worker_self(), u);
+	else
+		wf_futex_wake(&p->state, 1);
+}
+
 void wf_unpark(wf_parker_t *p)
 {
-	/* Read before the first exchange: after it, an owner that had not
-	 * blocked yet may return, and p may be gone. */
+	/* Read before the first RMW: after it, an owner that had not blocked
+	 * yet may return, and p may be gone. */
 	wf_ult_t *u = p->ult;
-	/* Always an exchange, never "load, see NOTIFIED, return": the caller
-	 * has just published the condition its parker will re-check (a turn
-	 * variable, a queue). A plain load may be performed before that store
-	 * is visible (store->load reordering), and a parker consuming the old
-	 * token could then miss both the condition and this wake-up. */
-	int old = atomic_exchange_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_acq_rel);
+	/* The common case, the owner is parked: one CAS PARKED -> EMPTY takes
+	 * it (and orders what we published before it runs again). */
+	int old = WF_PARK_PARKED;
+	if (atomic_compare_exchange_strong_explicit(&p->state, &old, WF_PARK_EMPTY,
+						    memory_order_acq_rel, memory_order_acquire)) {
+		resume(p, u);
+		return;
+	}
+	/* Not parked: leave a token. Always an exchange, never "saw NOTIFIED,
+	 * return": the caller has just published the condition its parker
+	 * will re-check (a turn variable, a queue). A plain load may be
+	 * performed before that store is visible (store->load reordering), and
+	 * a parker consuming the old token could then miss both the condition
+	 * and this wake-up. */
+	old = atomic_exchange_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_acq_rel);
 	if (old != WF_PARK_PARKED) {
 		if (unlikely(old != WF_PARK_EMPTY && old != WF_PARK_NOTIFIED))
 			wf_panic("parker %p in bad state %d", (void *)p, old);
 		return;
 	}
-	/* We found it parked: the wake is ours. Exchange (not store) so that
-	 * an unpark that came in meanwhile, and what it published, is ordered
-	 * before the parked thread runs again. */
+	/* It parked between our CAS and the exchange: the wake is ours.
+	 * Exchange (not store) so that an unpark that came in meanwhile, and
+	 * what it published, is ordered before the parked thread runs again. */
 	atomic_exchange_explicit(&p->state, WF_PARK_EMPTY, memory_order_acq_rel);
-	if (u)
-		wf_make_runnable(wf_worker_self(), u);
-	else
-		wf_futex_wake(&p->state, 1);
+	resume(p, u);
 }

@@ -17,15 +17,20 @@
  * Adaptive tuning. After every contended acquisition the new holder records
  * whether its spin phase won the lock and after how many polls - the part
  * of the previous holder's hold time it saw. Every WINDOW contended
- * acquisitions it decides:
- *   - spins mostly failed (under 1/4 won): the lock is held long, or by a
- *     ULT that is not running; spinning only burns the worker: halve the
- *     budget (down to SPIN_FLOOR, which keeps probing);
- *   - spins won, but needed more than half the budget on average: a longer
- *     spin would catch more releases before parking: double it (up to
- *     SPIN_CEIL);
- *   - spins won quickly (average under 1/8 of the budget): the tail of the
- *     budget is only paid by failures: halve it.
+ * acquisitions it decides, from the share of failed spins and the longest
+ * successful one:
+ *   - most spins failed (over 1/2): the lock is held long, or by a ULT that
+ *     is not running; spinning only burns the worker: halve the budget
+ *     (down to SPIN_FLOOR, which keeps probing);
+ *   - a tail failed (over 1/16), or a spin won only near the end of the
+ *     budget: the releases come a little later than the budget reaches,
+ *     and each miss costs a park and a wake-up: double it (up to SPIN_CEIL);
+ *   - no spin failed and the longest took under 1/4 of the budget: the
+ *     budget has room to spare: halve it (a shorter budget makes a failure,
+ *     when the hold times change, cheaper).
+ * Parking costs far more than a poll (a context switch here, a futex wake
+ * and a cache-cold resume across workers), so the rules lean to spinning
+ * long enough to catch the tail, not just the average.
  * The counters are written only by the holder, so they need no atomics
  * beyond relaxed stores for readers of weft_mutex_stats.
  *
@@ -188,20 +193,22 @@ int weft_mutex_stats(const weft_mutex_t *m, weft_mutex_stats_t *out)
 static void adapt(weft_mutex_t *m, int spun, int polls, int budget)
 {
 	uint32_t sample = m->sample + 1, ok = m->spun_ok + (spun != 0);
-	uint32_t sum = m->polls + (spun ? (uint32_t)polls : 0);
+	uint32_t longest = m->polls;
+	if (spun && (uint32_t)polls > longest)
+		longest = (uint32_t)polls;
 	if (sample < WINDOW) {
 		m->sample = sample;
 		m->spun_ok = ok;
-		m->polls = sum;
+		m->polls = longest;
 		return;
 	}
 	int b = budget;
-	uint32_t avg = ok ? sum / ok : 0;
-	if (ok * 4 < sample)
+	uint32_t failed = sample - ok;
+	if (failed * 2 > sample)
 		b = b / 2 > SPIN_FLOOR ? b / 2 : SPIN_FLOOR;
-	else if (avg * 2 > (uint32_t)b)
+	else if (failed * 16 > sample || longest * 4 > (uint32_t)b * 3)
 		b = b * 2 < SPIN_CEIL ? b * 2 : SPIN_CEIL;
-	else if (avg * 8 < (uint32_t)b)
+	else if (failed == 0 && longest * 4 < (uint32_t)b)
 		b = b / 2 > SPIN_FLOOR ? b / 2 : SPIN_FLOOR;
 	__atomic_store_n(&m->spin, b, __ATOMIC_RELAXED);
 	m->sample = m->spun_ok = m->polls = 0;
