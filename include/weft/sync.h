@@ -13,7 +13,8 @@
  *   - Blocking from a ULT parks only the ULT: its worker runs other ULTs.
  *     Blocking from a kernel thread that is not a worker (a "foreign"
  *     thread) blocks that thread on a futex; wake-ups cross between ULTs and
- *     foreign threads in both directions.
+ *     foreign threads in both directions. Between foreign threads the
+ *     objects work even when the runtime is not running.
  *   - Absolute deadlines are struct timespec on the clock the call names;
  *     a tv_nsec outside [0, 1e9) is EINVAL (checked only when the call would
  *     block, as POSIX allows), a deadline in the past is ETIMEDOUT.
