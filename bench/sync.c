@@ -1203,7 +1203,6 @@ static int weft_tsp(const wb_case_t *c, long n, wb_sample_t *s)
 	}
 	wb_sample_extra(s, "q_contended_pct", pct(st[0].contended, st[0].acquisitions));
 	wb_sample_extra(s, "q_parks", (double)st[0].parks);
-	wb_sample_extra(s, "q_spin_failures", (double)st[0].spin_failures);
 	wb_sample_extra(s, "b_contended_pct", pct(st[1].contended, st[1].acquisitions));
 	wb_sample_extra(s, "b_parks", (double)st[1].parks);
 	if (c->iarg[0] == WEFT_LOCK_ADAPTIVE && c->iarg[1] == WEFT_LOCK_ADAPTIVE)
@@ -1410,13 +1409,11 @@ static void tsp_verdict(wb_row_t *rows, int n, char *closing, size_t len)
 	const weft_mutex_stats_t *q = &tsp_last_stats[0], *b = &tsp_last_stats[1];
 	wb_row_note(ad,
 		    "weft_mutex_stats, last run: queue %llu acq, %llu contended, %llu parks, "
-		    "%llu spin fails, spin %d; bound %llu acq, %llu contended, %llu parks, %llu "
-		    "spin fails, spin %d",
+		    "spin %d; bound %llu acq, %llu contended, %llu parks, spin %d",
 		    (unsigned long long)q->acquisitions, (unsigned long long)q->contended,
-		    (unsigned long long)q->parks, (unsigned long long)q->spin_failures,
-		    q->spin_budget, (unsigned long long)b->acquisitions,
-		    (unsigned long long)b->contended, (unsigned long long)b->parks,
-		    (unsigned long long)b->spin_failures, b->spin_budget);
+		    (unsigned long long)q->parks, q->spin_budget,
+		    (unsigned long long)b->acquisitions, (unsigned long long)b->contended,
+		    (unsigned long long)b->parks, b->spin_budget);
 	used = (size_t)snprintf(
 		closing, len,
 		"adaptive_tsp: weft-adaptive %.4g ms (median) vs the best fixed policy",

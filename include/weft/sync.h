@@ -35,6 +35,8 @@ extern "C" {
 #define WEFT_API __attribute__((visibility("default")))
 #endif
 
+typedef uint64_t weft_t; /* as in <weft.h>, so that this header stands alone */
+
 /* ---- wait-on-address ---------------------------------------------------- */
 
 /* Block until woken by weft_wake(addr, ...), as long as *addr == expected
@@ -87,18 +89,23 @@ typedef struct weft_mutexattr {
 	int reserved;
 } weft_mutexattr_t;
 
+/* 40 bytes, laid out so that it fits in glibc's pthread_mutex_t (40 bytes
+ * on x86-64, 48 on aarch64) with the type where glibc keeps its kind: the
+ * POSIX layer stores weft mutexes in pthread_mutex_t, and glibc's static
+ * initializers (PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, ...) come out right. */
 typedef struct weft_mutex {
-	uint32_t state;   /* 0 unlocked, 1 locked, 2 locked with (maybe) waiters */
-	uint16_t type;    /* WEFT_MUTEX_* */
-	uint16_t policy;  /* WEFT_LOCK_* */
-	uint64_t owner;   /* weft_t of the owner (recursive/errorcheck), else 0 */
-	uint32_t count;   /* recursion depth beyond the first lock */
-	int32_t spin;     /* current spin budget in polls (0: not yet tuned) */
-	int32_t spin_set; /* the fixed budget of SPIN_PARK, or adaptive's start */
-	uint32_t sample;  /* adaptive: contended acquisitions in this window */
-	uint32_t spun_ok; /* adaptive: of those, acquired while spinning */
-	uint32_t polls;   /* adaptive: the longest successful spin in this window, in polls */
-	uint64_t n_acquired, n_contended, n_parks, n_spin_fail;
+	uint32_t state;    /* 0 unlocked, 1 locked, 2 locked with (maybe) waiters */
+	uint16_t count;    /* recursion depth beyond the first lock */
+	uint16_t longest;  /* adaptive: the longest successful spin in this window */
+	uint64_t owner;    /* owner's identity (recursive/errorcheck), else 0 */
+	uint16_t type;     /* WEFT_MUTEX_* (3, glibc's adaptive kind, acts as NORMAL) */
+	uint16_t policy;   /* WEFT_LOCK_* */
+	uint16_t spin;     /* current spin budget in polls (0: not yet tuned) */
+	uint16_t spin_set; /* the fixed budget of SPIN_PARK, or adaptive's start */
+	uint8_t sample;    /* adaptive: contended acquisitions in this window */
+	uint8_t spun_ok;   /* adaptive: of those, acquired while spinning */
+	uint16_t reserved;
+	uint32_t n_acquired, n_contended, n_parks; /* counters; they wrap at 2^32 */
 } weft_mutex_t;
 
 #define WEFT_MUTEX_INITIALIZER \
@@ -106,14 +113,14 @@ typedef struct weft_mutex {
 		0              \
 	}
 
-/* A snapshot of a mutex's counters (weft_mutex_stats). */
+/* A snapshot of a mutex's counters (weft_mutex_stats). The counters are
+ * kept in 32 bits and wrap; compare differences of snapshots. */
 typedef struct weft_mutex_stats {
-	uint64_t acquisitions;  /* successful locks, trylocks included */
-	uint64_t contended;     /* locks that found it held */
-	uint64_t parks;         /* times a locker parked */
-	uint64_t spin_failures; /* spin phases that ended without the lock */
-	int spin_budget;        /* current spin budget in polls */
-	int policy;             /* WEFT_LOCK_* */
+	uint64_t acquisitions; /* successful locks, trylocks included */
+	uint64_t contended;    /* locks that found it held */
+	uint64_t parks;        /* times a locker parked */
+	int spin_budget;       /* current spin budget in polls */
+	int policy;            /* WEFT_LOCK_* */
 } weft_mutex_stats_t;
 
 WEFT_API int weft_mutexattr_init(weft_mutexattr_t *a);
@@ -124,7 +131,7 @@ WEFT_API int weft_mutexattr_setpolicy(weft_mutexattr_t *a, int policy);
 WEFT_API int weft_mutexattr_getpolicy(const weft_mutexattr_t *a, int *policy);
 /* Spin budget in polls (each a load and a pause), 1..WEFT_SPIN_MAX; the
  * fixed budget of SPIN_PARK and the starting point of ADAPTIVE. */
-#define WEFT_SPIN_MAX 100000
+#define WEFT_SPIN_MAX 65535
 WEFT_API int weft_mutexattr_setspin(weft_mutexattr_t *a, int spin);
 WEFT_API int weft_mutexattr_getspin(const weft_mutexattr_t *a, int *spin);
 
@@ -132,7 +139,8 @@ WEFT_API int weft_mutex_init(weft_mutex_t *m, const weft_mutexattr_t *a);
 /* EBUSY if locked or waited on. */
 WEFT_API int weft_mutex_destroy(weft_mutex_t *m);
 WEFT_API int weft_mutex_lock(weft_mutex_t *m);
-/* EBUSY if held (by anyone, including the caller for non-recursive types). */
+/* EBUSY if held (by anyone, including the caller for non-recursive types);
+ * EAGAIN if a recursive mutex is held 65,536 times. */
 WEFT_API int weft_mutex_trylock(weft_mutex_t *m);
 /* Deadline on CLOCK_REALTIME (as pthread_mutex_timedlock). */
 WEFT_API int weft_mutex_timedlock(weft_mutex_t *m, const struct timespec *abstime);

@@ -1,5 +1,6 @@
 /* The two context backends and the switch wrapper. See context.h. */
 #include "context/context.h"
+#include "util/sys.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -89,7 +90,7 @@ static void uc_entry(unsigned int lo, unsigned int hi)
 
 static void make_ucontext(wf_ctx_t *c, void *reserved, wf_ctx_entry_fn entry, void *arg)
 {
-	pthread_once(&uc_template_once, uc_template_init);
+	WF_SYS(pthread_once)(&uc_template_once, uc_template_init);
 	ucontext_t *uc = reserved;
 	memcpy(uc, &uc_template, sizeof *uc);
 #if defined(__x86_64__)
@@ -148,14 +149,14 @@ void wf_ctx_init_current(wf_ctx_t *c, void *reserved)
 #endif
 	}
 	pthread_attr_t a;
-	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+	if (WF_SYS(pthread_getattr_np)(WF_SYS(pthread_self)(), &a) == 0) {
 		void *lo;
 		size_t n;
-		if (pthread_attr_getstack(&a, &lo, &n) == 0) {
+		if (WF_SYS(pthread_attr_getstack)(&a, &lo, &n) == 0) {
 			c->stack_lo = lo;
 			c->stack_size = n;
 		}
-		pthread_attr_destroy(&a);
+		WF_SYS(pthread_attr_destroy)(&a);
 	}
 }
 

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "runtime/runtime.h"
+#include "util/sys.h"
 #include "sync/wait.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,12 +105,12 @@ static int init(const weft_config_t *cfg, int with_root)
 	int e = wf_config_resolve(cfg ? cfg : &zero, &c);
 	if (e)
 		return e;
-	pthread_mutex_lock(&init_lock);
+	WF_SYS(pthread_mutex_lock)(&init_lock);
 	if (atomic_load(&wf_rt.state) != WF_RT_OFF)
 		e = EBUSY;
 	else
 		e = start(&c, with_root);
-	pthread_mutex_unlock(&init_lock);
+	WF_SYS(pthread_mutex_unlock)(&init_lock);
 	return e;
 }
 
@@ -126,7 +127,7 @@ int wf_start_lazily(void)
 	if (e == EBUSY) {
 		/* Someone else is starting it; wait until it runs (or failed). */
 		while (atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_STARTING)
-			sched_yield();
+			WF_SYS(sched_yield)();
 		e = atomic_load(&wf_rt.state) == WF_RT_RUNNING ? 0 : EAGAIN;
 	}
 	return e;
@@ -155,7 +156,7 @@ int weft_shutdown(void)
 	if (wf_live() > 0)
 		return EBUSY;
 
-	pthread_mutex_lock(&init_lock);
+	WF_SYS(pthread_mutex_lock)(&init_lock);
 	if (root) {
 		/* Go home: the root ULT must end on the kernel thread that
 		 * started it (worker 0), which then stops being a worker. */
@@ -177,6 +178,6 @@ int weft_shutdown(void)
 	}
 	wf_rt.root = NULL;
 	atomic_store_explicit(&wf_rt.state, WF_RT_OFF, memory_order_release);
-	pthread_mutex_unlock(&init_lock);
+	WF_SYS(pthread_mutex_unlock)(&init_lock);
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
+#include "util/sys.h"
 #include "sync/wait.h"
 
 /* First code of every ULT (through the context trampoline). */
@@ -204,10 +205,10 @@ void weft_exit(void *ret)
 	if (!w || !w->current)
 		wf_panic("weft_exit called from a kernel thread that is not a ULT");
 	wf_ult_t *self = w->current;
+	self->retval = ret; /* before the handlers: an unwind comes back here */
 	/* Handlers and destructors may block and resume on another worker. */
 	wf_ult_exiting(self, 1);
 	w = wf_worker_self();
-	self->retval = ret;
 	if (self == wf_rt.root)
 		atomic_store_explicit(&wf_rt.root_exited, 1, memory_order_release);
 	wf_exit_current(w, self);
@@ -228,7 +229,7 @@ int weft_yield(void)
 {
 	wf_worker_t *w = wf_worker_self();
 	if (!w) {
-		sched_yield();
+		WF_SYS(sched_yield)();
 		return 0;
 	}
 	wf_yield_to_next(w, w->current);

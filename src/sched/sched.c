@@ -67,6 +67,7 @@
  *   both sides fenced).
  */
 #include "sched/sched.h"
+#include "util/sys.h"
 #include "sync/wait.h"
 
 #include <sched.h>
@@ -426,7 +427,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			 * that will hand us work may be waiting for this very
 			 * CPU: let it run now and then. */
 			if ((iter & (SPIN_YIELD_EVERY - 1)) == SPIN_YIELD_EVERY - 1)
-				sched_yield();
+				WF_SYS(sched_yield)();
 			if (wf_now_ns() > deadline)
 				break;
 		}

@@ -97,6 +97,7 @@ typedef struct wf_ult {
 	struct wf_ult *cjoin;    /* the ULT it is joining (cancellable); under wait_lock */
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
+	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
 

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "sched/sched.h"
+#include "util/sys.h"
 
 enum { LOOP_STACK_SIZE = 256 * 1024 };
 
@@ -86,7 +87,7 @@ static void pin_self(int worker)
 	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
-	pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+	WF_SYS(pthread_setaffinity_np)(WF_SYS(pthread_self)(), sizeof one, &one);
 }
 
 static void *worker_main(void *arg)
@@ -175,9 +176,9 @@ int wf_workers_start(void)
 		wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc,
 			    loop0_entry, NULL);
 		if (wf_rt.pin) {
-			root_affinity_saved =
-				pthread_getaffinity_np(pthread_self(), sizeof root_affinity,
-						       &root_affinity) == 0;
+			root_affinity_saved = WF_SYS(pthread_getaffinity_np)(WF_SYS(pthread_self)(),
+									     sizeof root_affinity,
+									     &root_affinity) == 0;
 			pin_self(0);
 		}
 		wf_worker_set_self(w0);
@@ -187,14 +188,14 @@ int wf_workers_start(void)
 	}
 
 	for (int i = first; i < n; i++) {
-		int e = pthread_create(&wf_rt.workers[i]->thread, NULL, worker_main,
-				       wf_rt.workers[i]);
+		int e = WF_SYS(pthread_create)(&wf_rt.workers[i]->thread, NULL, worker_main,
+					       wf_rt.workers[i]);
 		if (e) {
 			/* Stop the ones already running, then undo worker 0. */
 			atomic_store(&wf_rt.state, WF_RT_STOPPING);
 			wf_wake_all();
 			for (int j = first; j < i; j++)
-				pthread_join(wf_rt.workers[j]->thread, NULL);
+				WF_SYS(pthread_join)(wf_rt.workers[j]->thread, NULL);
 			if (wf_rt.root) {
 				wf_stack_altstack_fini(w0);
 				wf_worker_set_self(NULL);
@@ -224,12 +225,12 @@ void wf_workers_stop(void)
 	int first = wf_rt.root ? 1 : 0;
 	wf_wake_all();
 	for (int i = first; i < wf_rt.nworkers; i++)
-		pthread_join(wf_rt.workers[i]->thread, NULL);
+		WF_SYS(pthread_join)(wf_rt.workers[i]->thread, NULL);
 	if (wf_rt.root) {
 		wf_stack_altstack_fini(wf_rt.workers[0]);
 		if (root_affinity_saved) {
-			pthread_setaffinity_np(pthread_self(), sizeof root_affinity,
-					       &root_affinity);
+			WF_SYS(pthread_setaffinity_np)
+			(WF_SYS(pthread_self)(), sizeof root_affinity, &root_affinity);
 			root_affinity_saved = 0;
 		}
 		wf_worker_set_self(NULL);

@@ -97,6 +97,7 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->cjoin = NULL;
 	u->cleanup = NULL;
 	u->tsd = NULL;
+	u->px_unwind = NULL;
 	return u;
 }
 

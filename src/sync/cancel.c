@@ -130,6 +130,10 @@ void weft_cleanup_pop_frame(struct weft_cleanup_frame *f, int execute)
 
 void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 {
+	/* Frames pushed by glibc's macros (POSIX layer) first: each runs its
+	 * handler and comes back through weft_exit (src/posix/unwind.c). */
+	if (run_cleanup && u->px_unwind)
+		wf_px_unwind(u);
 	if (run_cleanup) {
 		while (u->cleanup) {
 			struct weft_cleanup_frame *f = u->cleanup;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sync/wait.h"
+#include "util/sys.h"
 
 /* ---- barriers ---------------------------------------------------------------
  * arrived, count and inside change under the word lock b->lock. The last of
@@ -214,7 +215,7 @@ int weft_spin_lock(weft_spinlock_t *l)
 			if (wf_worker_self())
 				weft_yield();
 			else
-				sched_yield();
+				WF_SYS(sched_yield)();
 		}
 	}
 }

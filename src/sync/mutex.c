@@ -36,13 +36,19 @@
  *
  * Ownership (recursive and errorcheck types): owner is the holder's
  * wf_self_key(), written by the holder; count is its recursion depth.
+ *
+ * Size: weft_mutex_t is 40 bytes so that the POSIX layer can keep it in a
+ * pthread_mutex_t; hence 16-bit budgets and recursion depth, 32-bit
+ * counters (the statistics wrap).
  */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "sync/wait.h"
+#include "util/sys.h"
 
 #define SPIN_DEFAULT 100 /* polls: ~5 us with x86's pause */
 #define SPIN_FLOOR   8
@@ -53,6 +59,13 @@
 static int valid_type(int t)
 {
 	return t == WEFT_MUTEX_NORMAL || t == WEFT_MUTEX_RECURSIVE || t == WEFT_MUTEX_ERRORCHECK;
+}
+
+/* Does m record its owner? (Type 3 is glibc's adaptive kind, which a
+ * pthread_mutex_t can carry from PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP.) */
+static inline int tracked(const weft_mutex_t *m)
+{
+	return m->type == WEFT_MUTEX_RECURSIVE || m->type == WEFT_MUTEX_ERRORCHECK;
 }
 
 static int valid_policy(int p)
@@ -136,8 +149,8 @@ int weft_mutex_init(weft_mutex_t *m, const weft_mutexattr_t *a)
 	if (a) {
 		m->type = (uint16_t)a->type;
 		m->policy = (uint16_t)a->policy;
-		m->spin_set = a->spin;
-		m->spin = a->spin;
+		m->spin_set = (uint16_t)a->spin;
+		m->spin = (uint16_t)a->spin;
 	}
 	return 0;
 }
@@ -161,8 +174,8 @@ int weft_mutex_setspin(weft_mutex_t *m, int spin)
 {
 	if (!m || spin < 1 || spin > WEFT_SPIN_MAX)
 		return EINVAL;
-	__atomic_store_n(&m->spin_set, spin, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->spin, spin, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->spin_set, (uint16_t)spin, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->spin, (uint16_t)spin, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -179,7 +192,6 @@ int weft_mutex_stats(const weft_mutex_t *m, weft_mutex_stats_t *out)
 	out->acquisitions = WF_LOAD_RLX(&m->n_acquired);
 	out->contended = WF_LOAD_RLX(&m->n_contended);
 	out->parks = WF_LOAD_RLX(&m->n_parks);
-	out->spin_failures = WF_LOAD_RLX(&m->n_spin_fail);
 	out->policy = WF_LOAD_RLX(&m->policy);
 	out->spin_budget = out->policy == WEFT_LOCK_PARK   ? 0
 			   : out->policy == WEFT_LOCK_SPIN ? INT_MAX
@@ -192,14 +204,14 @@ int weft_mutex_stats(const weft_mutex_t *m, weft_mutex_stats_t *out)
 /* The holder retunes the adaptive budget (see the top of the file). */
 static void adapt(weft_mutex_t *m, int spun, int polls, int budget)
 {
-	uint32_t sample = m->sample + 1, ok = m->spun_ok + (spun != 0);
-	uint32_t longest = m->polls;
+	uint32_t sample = m->sample + 1u, ok = m->spun_ok + (spun != 0);
+	uint32_t longest = m->longest;
 	if (spun && (uint32_t)polls > longest)
-		longest = (uint32_t)polls;
+		longest = polls > UINT16_MAX ? UINT16_MAX : (uint32_t)polls;
 	if (sample < WINDOW) {
-		m->sample = sample;
-		m->spun_ok = ok;
-		m->polls = longest;
+		m->sample = (uint8_t)sample;
+		m->spun_ok = (uint8_t)ok;
+		m->longest = (uint16_t)longest;
 		return;
 	}
 	int b = budget;
@@ -210,8 +222,9 @@ static void adapt(weft_mutex_t *m, int spun, int polls, int budget)
 		b = b * 2 < SPIN_CEIL ? b * 2 : SPIN_CEIL;
 	else if (failed == 0 && longest * 4 < (uint32_t)b)
 		b = b / 2 > SPIN_FLOOR ? b / 2 : SPIN_FLOOR;
-	__atomic_store_n(&m->spin, b, __ATOMIC_RELAXED);
-	m->sample = m->spun_ok = m->polls = 0;
+	__atomic_store_n(&m->spin, (uint16_t)b, __ATOMIC_RELAXED);
+	m->sample = m->spun_ok = 0;
+	m->longest = 0;
 }
 
 static inline int try_take(weft_mutex_t *m)
@@ -225,7 +238,7 @@ static void yield_worker(void)
 	if (wf_worker_self())
 		weft_yield();
 	else
-		sched_yield();
+		WF_SYS(sched_yield)();
 }
 
 /* The lock was held: wait for it by m's policy. deadline_ns 0: none.
@@ -233,7 +246,7 @@ static void yield_worker(void)
 static int contend(weft_mutex_t *m, uint64_t deadline)
 {
 	int policy = WF_LOAD_RLX(&m->policy);
-	int spun = 0, polls = 0, spin_failed = 0, budget = 0;
+	int spun = 0, polls = 0, budget = 0;
 	uint64_t parks = 0;
 	if (policy != WEFT_LOCK_PARK) {
 		budget = policy == WEFT_LOCK_SPIN ? INT_MAX : budget_of(m, policy);
@@ -249,7 +262,6 @@ static int contend(weft_mutex_t *m, uint64_t deadline)
 					return ETIMEDOUT;
 			}
 		}
-		spin_failed = 1;
 	}
 	/* Park: mark the lock waited-on (2) and sleep while it stays held. */
 	for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
@@ -258,7 +270,7 @@ static int contend(weft_mutex_t *m, uint64_t deadline)
 		if (rc == ETIMEDOUT || rc == ENOMEM) {
 			if (WF_XCHG(&m->state, 2) == 0)
 				break; /* freed just in time: ours after all */
-			__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks,
+			__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + (uint32_t)parks,
 					 __ATOMIC_RELAXED);
 			return rc;
 		}
@@ -267,9 +279,8 @@ acquired:
 	WF_BUMP(&m->n_acquired);
 	WF_BUMP(&m->n_contended);
 	if (parks)
-		__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks, __ATOMIC_RELAXED);
-	if (spin_failed)
-		WF_BUMP(&m->n_spin_fail);
+		__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + (uint32_t)parks,
+				 __ATOMIC_RELAXED);
 	if (policy == WEFT_LOCK_ADAPTIVE)
 		adapt(m, spun, polls, budget);
 	return 0;
@@ -281,12 +292,12 @@ acquired:
 static int lock_slow(weft_mutex_t *m, clockid_t clock, const struct timespec *abstime, int try)
 {
 	uint64_t me = 0;
-	if (m->type != WEFT_MUTEX_NORMAL) {
+	if (tracked(m)) {
 		me = wf_self_key();
 		if (WF_LOAD_RLX(&m->owner) == me) {
 			if (m->type != WEFT_MUTEX_RECURSIVE)
 				return try ? EBUSY : EDEADLK;
-			if (m->count == UINT32_MAX)
+			if (m->count == UINT16_MAX)
 				return EAGAIN;
 			m->count++;
 			WF_BUMP(&m->n_acquired);
@@ -352,7 +363,7 @@ int weft_mutex_unlock(weft_mutex_t *m)
 {
 	if (unlikely(!m))
 		return EINVAL;
-	if (m->type != WEFT_MUTEX_NORMAL) {
+	if (tracked(m)) {
 		if (WF_LOAD_RLX(&m->owner) != wf_self_key())
 			return EPERM;
 		if (m->count) {
@@ -372,7 +383,7 @@ int weft_mutex_unlock(weft_mutex_t *m)
 int wf_mutex_unlock_for_wait(weft_mutex_t *m, uint32_t *depth)
 {
 	*depth = 0;
-	if (m->type != WEFT_MUTEX_NORMAL) {
+	if (tracked(m)) {
 		if (WF_LOAD_RLX(&m->owner) != wf_self_key())
 			return EPERM;
 		*depth = m->count;
@@ -404,12 +415,15 @@ void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter)
 		WF_BUMP(&m->n_acquired);
 		if (parks) {
 			WF_BUMP(&m->n_contended);
-			__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + parks,
+			__atomic_store_n(&m->n_parks, WF_LOAD_RLX(&m->n_parks) + (uint32_t)parks,
 					 __ATOMIC_RELAXED);
 		}
 	}
-	if (m->type != WEFT_MUTEX_NORMAL) {
+	if (tracked(m)) {
 		__atomic_store_n(&m->owner, wf_self_key(), __ATOMIC_RELAXED);
-		m->count = depth;
+		m->count = (uint16_t)depth;
 	}
 }
+
+_Static_assert(sizeof(weft_mutex_t) == 40, "weft_mutex_t must fit in glibc's pthread_mutex_t");
+_Static_assert(offsetof(weft_mutex_t, type) == 16, "type sits where glibc keeps its kind");

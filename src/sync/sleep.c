@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "sync/wait.h"
+#include "util/sys.h"
 
 /* Sleep until the CLOCK_MONOTONIC deadline (ns). A cancellation point. */
 static int sleep_until(uint64_t deadline)
@@ -12,7 +13,7 @@ static int sleep_until(uint64_t deadline)
 	if (!w || !w->current) {
 		struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
 				      .tv_nsec = (long)(deadline % 1000000000u)};
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		while (WF_SYS(clock_nanosleep)(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		return 0;
 	}

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "sync/wait.h"
+#include "util/sys.h"
 
 #define BLOCK   32
 #define NBLOCKS (WEFT_KEYS_MAX / BLOCK)
@@ -81,7 +82,7 @@ static void foreign_exit(void *arg);
 
 static void foreign_exit_init(void)
 {
-	pthread_key_create(&foreign_exit_key, foreign_exit);
+	WF_SYS(pthread_key_create)(&foreign_exit_key, foreign_exit);
 }
 
 /* The caller's table slot: the ULT's or the foreign thread's. */
@@ -118,8 +119,8 @@ int weft_setspecific(weft_key_t k, const void *value)
 		if (!(*slot = calloc(1, sizeof **slot)))
 			return ENOMEM;
 		if (slot == &foreign_tsd) {
-			pthread_once(&foreign_exit_once, foreign_exit_init);
-			pthread_setspecific(foreign_exit_key, *slot);
+			WF_SYS(pthread_once)(&foreign_exit_once, foreign_exit_init);
+			WF_SYS(pthread_setspecific)(foreign_exit_key, *slot);
 		}
 	}
 	struct wf_tsd *t = *slot;
@@ -191,8 +192,8 @@ void wf_tsd_adopt(struct wf_tsd **slot)
 		return;
 	}
 	foreign_tsd = t;
-	pthread_once(&foreign_exit_once, foreign_exit_init);
-	pthread_setspecific(foreign_exit_key, t);
+	WF_SYS(pthread_once)(&foreign_exit_once, foreign_exit_init);
+	WF_SYS(pthread_setspecific)(foreign_exit_key, t);
 }
 
 static void foreign_exit(void *arg)

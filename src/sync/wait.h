@@ -86,6 +86,8 @@ WF_HIDDEN _Noreturn void wf_cancel_act(void);
 /* Cleanup handlers (if run_cleanup: weft_exit, cancellation) and
  * thread-specific data destructors of an exiting ULT; runs on its stack. */
 WF_HIDDEN void wf_ult_exiting(wf_ult_t *u, int run_cleanup);
+/* Jump into the newest glibc-style cleanup frame of u (no return). */
+WF_HIDDEN _Noreturn void wf_px_unwind(wf_ult_t *u);
 WF_HIDDEN void wf_tsd_exit(struct wf_tsd **slot);
 /* Move a table to the calling thread's foreign slot (weft_shutdown). */
 WF_HIDDEN void wf_tsd_adopt(struct wf_tsd **slot);

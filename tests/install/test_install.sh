@@ -11,12 +11,15 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in include/weft.h include/weft/version.h lib/libweft.a lib/pkgconfig/weft.pc \
-	lib/cmake/weft/weftConfig.cmake bin/weft-bench; do
+for f in include/weft.h include/weft/version.h include/weft/sync.h \
+	include/weft/compat/pthread.h lib/libweft.a lib/pkgconfig/weft.pc \
+	lib/pkgconfig/weft-pthread.pc lib/cmake/weft/weftConfig.cmake bin/weft-bench; do
 	[ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 ls "$prefix"/lib/libweft.so* >/dev/null || { echo "FAIL: libweft.so not installed"; exit 1; }
-if ls "$prefix"/include/weft/ | grep -qv '\.h$'; then
+ls "$prefix"/lib/libweft-pthread.so* >/dev/null ||
+	{ echo "FAIL: libweft-pthread.so not installed"; exit 1; }
+if [ -n "$(find "$prefix"/include/weft -type f ! -name '*.h')" ]; then
 	echo "FAIL: something other than headers under include/weft"; exit 1
 fi
 
@@ -36,6 +39,32 @@ cmake --build "$tmp/consumer" >/dev/null
 LD_LIBRARY_PATH=$prefix/lib "$tmp/consumer/hello_shared" | grep -q "hello from ULT"
 "$tmp/consumer/hello_static" | grep -q "hello from ULT"
 echo "ok: find_package(weft), shared and static"
+
+# A pthread program two ways: compiled against the wrapper headers
+# (pkg-config weft-pthread), and unmodified under LD_PRELOAD. Each must run
+# its threads as ULTs: pthread_self() of a thread is a weft id (top bit).
+cat >"$tmp/px.c" <<'PX'
+#include <pthread.h>
+#include <stdio.h>
+static void *run(void *a) { return (void *)pthread_self(); }
+int main(void)
+{
+	pthread_t t;
+	void *r;
+	if (pthread_create(&t, NULL, run, NULL) || pthread_join(t, &r))
+		return 1;
+	printf("%s\n", (unsigned long)r >> 63 ? "ult" : "kernel thread");
+	return 0;
+}
+PX
+cc "$tmp/px.c" -o "$tmp/px_hdr" $(pkg-config --cflags --libs weft-pthread)
+[ "$(LD_LIBRARY_PATH=$prefix/lib "$tmp/px_hdr")" = ult ] || { echo "FAIL: weft-pthread header build"; exit 1; }
+echo "ok: pkg-config weft-pthread (wrapper headers)"
+cc "$tmp/px.c" -o "$tmp/px_plain" -pthread
+[ "$("$tmp/px_plain")" = "kernel thread" ] || { echo "FAIL: plain build"; exit 1; }
+[ "$(LD_PRELOAD=$prefix/lib/libweft-pthread.so "$tmp/px_plain")" = ult ] ||
+	{ echo "FAIL: LD_PRELOAD=libweft-pthread.so"; exit 1; }
+echo "ok: LD_PRELOAD=libweft-pthread.so"
 
 # Nothing internal is exported from the shared library.
 leaks=$(nm -D --defined-only "$prefix"/lib/libweft.so | awk '{print $3}' | grep -v '^weft_' || true)

@@ -1,0 +1,134 @@
+/* libweft-pthread.so only (WEFT_PRELOAD): what makes LD_PRELOAD work.
+ *
+ *   - wf_sys: weft's own calls to glibc's threading functions, resolved to
+ *     the definitions after ours (src/util/sys.h), before anything else;
+ *   - weft starts before main, from a constructor on the main thread, so
+ *     main (and the program's own constructors, which run later) is the
+ *     root ULT; returning from main or calling exit() from any thread ends
+ *     the process as usual;
+ *   - sleep, usleep, nanosleep and clock_nanosleep park the calling ULT
+ *     instead of its worker;
+ *   - glibc's cleanup-handler protocol (unwind.c).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "posix/posix.h"
+#include "sched/sched.h"
+#include "sync/wait.h"
+
+struct wf_sys wf_sys;
+
+static int (*real_nanosleep)(const struct timespec *, struct timespec *);
+static unsigned (*real_sleep)(unsigned);
+static int (*real_usleep)(useconds_t);
+
+static void *next_symbol(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+	if (!p) {
+		fprintf(stderr, "weft: libweft-pthread.so: no %s after it: %s\n", name, dlerror());
+		abort();
+	}
+	return p;
+}
+
+__attribute__((constructor(101))) static void wf_sys_init(void)
+{
+#define WF_SYS_RESOLVE(ret, name, args) wf_sys.name = (ret(*) args)next_symbol(#name);
+	WF_SYS_CALLS(WF_SYS_RESOLVE)
+#undef WF_SYS_RESOLVE
+	real_nanosleep =
+		(int (*)(const struct timespec *, struct timespec *))next_symbol("nanosleep");
+	real_sleep = (unsigned (*)(unsigned))next_symbol("sleep");
+	real_usleep = (int (*)(useconds_t))next_symbol("usleep");
+}
+
+__attribute__((constructor(102))) static void wf_preload_start(void)
+{
+	int e = weft_init(NULL);
+	if (e) {
+		fprintf(stderr, "weft: libweft-pthread.so: weft_init: %s\n", strerror(e));
+		abort();
+	}
+}
+
+static int in_ult(void)
+{
+	return weft_self() != WEFT_NULL;
+}
+
+WF_PX_API unsigned sleep(unsigned s)
+{
+	if (!in_ult())
+		return real_sleep(s);
+	weft_sleep_ns((uint64_t)s * 1000000000u);
+	return 0;
+}
+
+WF_PX_API int usleep(useconds_t us)
+{
+	if (!in_ult())
+		return real_usleep(us);
+	weft_sleep_ns((uint64_t)us * 1000u);
+	return 0;
+}
+
+WF_PX_API int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	if (!in_ult())
+		return real_nanosleep(req, rem);
+	int e = weft_nanosleep(req, rem);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+WF_PX_API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+			      struct timespec *rem)
+{
+	if (!in_ult())
+		return WF_SYS(clock_nanosleep)(clock, flags, req, rem);
+	return weft_clock_nanosleep(clock, flags, req, rem);
+}
+
+/* ---- glibc's cleanup-handler protocol (see unwind.c) ---------------------------- */
+
+static wf_ult_t *self_ult(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w ? w->current : NULL;
+}
+
+WF_PX_API void __pthread_register_cancel(__pthread_unwind_buf_t *b)
+{
+	wf_ult_t *u = self_ult();
+	if (!u)
+		return; /* a kernel thread weft does not run: never cancelled by weft */
+	b->__pad[0] = u->px_unwind;
+	u->px_unwind = b;
+}
+
+WF_PX_API void __pthread_unregister_cancel(__pthread_unwind_buf_t *b)
+{
+	wf_ult_t *u = self_ult();
+	if (u && u->px_unwind == b)
+		u->px_unwind = b->__pad[0];
+}
+
+/* A handler ran during an unwind; go on to the next, or finish exiting. */
+WF_PX_API _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *b)
+{
+	wf_ult_t *u = self_ult();
+	if (!u)
+		wf_panic("__pthread_unwind_next outside a ULT");
+	if (u->px_unwind)
+		wf_px_unwind(u);
+	weft_exit(u->retval); /* no frames left: the exit goes on */
+}

@@ -1,0 +1,48 @@
+/* The system's threading calls that weft itself makes.
+ *
+ * weft's workers are real kernel threads and its internal locks are glibc
+ * objects. libweft-pthread.so (src/posix) defines pthread_create,
+ * pthread_mutex_lock, sched_yield, ... itself, and inside that library an
+ * internal call to one of those names would reach weft's own version. So
+ * weft calls them as WF_SYS(name)(...): the plain function in libweft, and
+ * in the preload build (WEFT_PRELOAD) the next definition after ours -
+ * glibc's - looked up once, before anything else runs (wf_sys_init,
+ * src/posix/preload.c).
+ */
+#ifndef WF_UTIL_SYS_H
+#define WF_UTIL_SYS_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#define WF_SYS_CALLS(X)                                                                          \
+	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)) \
+	X(int, pthread_join, (pthread_t, void **))                                               \
+	X(pthread_t, pthread_self, (void))                                                       \
+	X(int, pthread_once, (pthread_once_t *, void (*)(void)))                                 \
+	X(int, pthread_getattr_np, (pthread_t, pthread_attr_t *))                                \
+	X(int, pthread_attr_getstack, (const pthread_attr_t *, void **, size_t *))               \
+	X(int, pthread_attr_destroy, (pthread_attr_t *))                                         \
+	X(int, pthread_mutex_lock, (pthread_mutex_t *))                                          \
+	X(int, pthread_mutex_unlock, (pthread_mutex_t *))                                        \
+	X(int, pthread_setaffinity_np, (pthread_t, size_t, const cpu_set_t *))                   \
+	X(int, pthread_getaffinity_np, (pthread_t, size_t, cpu_set_t *))                         \
+	X(int, pthread_key_create, (pthread_key_t *, void (*)(void *)))                          \
+	X(int, pthread_setspecific, (pthread_key_t, const void *))                               \
+	X(int, sched_yield, (void))                                                              \
+	X(int, clock_nanosleep, (clockid_t, int, const struct timespec *, struct timespec *))
+
+#ifdef WEFT_PRELOAD
+#define WF_SYS_FIELD(ret, name, args) ret(*name) args;
+struct wf_sys {
+	WF_SYS_CALLS(WF_SYS_FIELD)
+};
+#undef WF_SYS_FIELD
+__attribute__((visibility("hidden"))) extern struct wf_sys wf_sys;
+#define WF_SYS(name) (wf_sys.name)
+#else
+#define WF_SYS(name) name
+#endif
+
+#endif
