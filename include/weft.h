@@ -79,6 +79,11 @@ typedef struct weft_config {
 	                            guard-less slab stacks; 0: WEFT_GUARDED_STACKS
 	                            (0 there means none), else derived from
 	                            vm.max_map_count; negative: none */
+	int migrate;             /* 1: a ULT may move between workers whenever it
+	                            blocks or yields; -1: a ULT stays on the worker
+	                            that first runs it (its thread-locals and errno
+	                            stay its own); 0: WEFT_MIGRATE (0 there means
+	                            stay), else move */
 } weft_config_t;
 
 /* Fill *cfg with the values weft_init(NULL) would use (environment applied). */

@@ -97,6 +97,18 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		}
 	}
 
+	if (c.migrate < -1 || c.migrate > 1)
+		return EINVAL;
+	if (c.migrate == 0) {
+		c.migrate = 1;
+		if ((v = env("WEFT_MIGRATE"))) {
+			if (strcmp(v, "0") == 0)
+				c.migrate = -1;
+			else if (strcmp(v, "1") != 0)
+				return EINVAL;
+		}
+	}
+
 	if (c.sched < 0 || c.sched > WEFT_SCHED_SHARE)
 		return EINVAL;
 	if (c.sched == WEFT_SCHED_DEFAULT) {

@@ -37,6 +37,7 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.nworkers = c->workers;
 	wf_rt.sched = c->sched;
 	wf_rt.pin = c->pin == 1;
+	wf_rt.migrate = c->migrate == 1;
 	wf_rt.stack_size = c->stack_size;
 	wf_rt.spin_ns = c->idle_spin_ns > 0 ? c->idle_spin_ns : 0;
 	wf_rt.guarded_max = c->guarded_stacks_max;
@@ -58,7 +59,7 @@ static int start(const weft_config_t *c, int with_root)
 		memset(root, 0, sizeof *root + reserve);
 		root->stack_kind = WF_STACK_THREAD;
 		root->parker.ult = root;
-		root->bound_worker = -1;
+		root->bound_worker = c->migrate == 1 ? -1 : 0; /* it runs on worker 0 */
 		root->state = WF_RUNNING;
 		wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);
 		snprintf(root->name, sizeof root->name, "%s", is_main_thread() ? "main" : "root");
@@ -83,10 +84,10 @@ static int start(const weft_config_t *c, int with_root)
 	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
 		fprintf(stderr,
 			"weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
-			"idle_spin_ns=%ld, guarded_stacks=%ld\n",
+			"idle_spin_ns=%ld, guarded_stacks=%ld, migrate=%d\n",
 			wf_rt.nworkers, wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal",
 			wf_ctx_backend == WF_CTX_UCONTEXT ? "ucontext" : "asm", wf_rt.stack_size,
-			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max);
+			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max, wf_rt.migrate);
 	return 0;
 fail:
 	if (root) {

@@ -273,6 +273,9 @@ static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *n
 	wf_ctx_t *to;
 	w->current = next;
 	if (next) {
+		/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
+		if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
+			next->bound_worker = w->id;
 		next->state = WF_RUNNING;
 		next->last_worker = w->id;
 		to = &next->ctx;

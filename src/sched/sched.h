@@ -114,6 +114,7 @@ typedef struct wf_runtime {
 	int nworkers;
 	int sched; /* WEFT_SCHED_STEAL or WEFT_SCHED_SHARE */
 	int pin;
+	int migrate; /* 0: a ULT stays on the worker that first runs it */
 	size_t stack_size;
 	long spin_ns;
 	long guarded_max;

@@ -13,7 +13,7 @@
 
 static const char *const weft_env_vars[] = {
 	"WEFT_WORKERS",    "WEFT_PIN",          "WEFT_SCHED",          "WEFT_CONTEXT",
-	"WEFT_STACK_SIZE", "WEFT_IDLE_SPIN_NS", "WEFT_GUARDED_STACKS",
+	"WEFT_STACK_SIZE", "WEFT_IDLE_SPIN_NS", "WEFT_GUARDED_STACKS", "WEFT_MIGRATE",
 };
 
 static void clear_weft_env(void)
@@ -479,6 +479,36 @@ static void test_env_bad_workers_einval(void **state)
 	WT_OK(weft_shutdown());
 }
 
+static void test_env_bad_migrate_einval(void **state)
+{
+	check_bad_env("WEFT_MIGRATE", "yes");
+	check_bad_env("WEFT_MIGRATE", "2");
+}
+
+static void test_bad_config_migrate_einval(void **state)
+{
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.migrate = 2;
+	check_bad_config(&c);
+	c.migrate = -2;
+	check_bad_config(&c);
+}
+
+static void test_env_migrate_honoured(void **state)
+{
+	clear_weft_env();
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	WT_EQ(c.migrate, 1); /* unset: ULTs move */
+	setenv("WEFT_MIGRATE", "0", 1);
+	WT_OK(weft_config_init(&c));
+	WT_EQ(c.migrate, -1);
+	setenv("WEFT_MIGRATE", "1", 1);
+	WT_OK(weft_config_init(&c));
+	WT_EQ(c.migrate, 1);
+}
+
 static void test_env_bad_sched_einval(void **state)
 {
 	check_bad_env("WEFT_SCHED", "bogus");
@@ -564,6 +594,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env_context_honoured),
 		cmocka_unit_test(test_env_stack_size_honoured),
 		cmocka_unit_test(test_env_pin_honoured),
+		cmocka_unit_test(test_env_migrate_honoured),
+		cmocka_unit_test(test_env_bad_migrate_einval),
+		cmocka_unit_test(test_bad_config_migrate_einval),
 		cmocka_unit_test(test_pin_puts_worker_on_its_cpu),
 		cmocka_unit_test(test_env_idle_spin_honoured),
 		cmocka_unit_test(test_env_guarded_stacks_honoured),

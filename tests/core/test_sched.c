@@ -134,6 +134,49 @@ static void *spin_until_stopped(void *arg)
 	return NULL;
 }
 
+/* WEFT_MIGRATE=0 (config migrate -1): every ULT stays on the worker that
+ * first ran it, across yields and parks, while both workers are busy and
+ * stealing would otherwise move them. */
+struct stay {
+	atomic_int moved;
+	atomic_int first_seen[2];
+};
+
+static void *stay_where_started(void *arg)
+{
+	struct stay *s = arg;
+	int first = weft_worker_id();
+	atomic_fetch_add(&s->first_seen[first], 1);
+	for (int i = 0; i < 2000; i++) {
+		if (i % 100 == 50)
+			weft_sleep_ns(10000); /* park and be woken by a timer */
+		else
+			weft_yield();
+		if (weft_worker_id() != first)
+			atomic_fetch_add(&s->moved, 1);
+	}
+	return NULL;
+}
+
+static void test_no_migration_keeps_first_worker(void **state)
+{
+	enum { N = 64 };
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.workers = 2;
+	c.migrate = -1;
+	WT_OK(weft_init(&c));
+	struct stay s = {0};
+	weft_t t[N];
+	for (int i = 0; i < N; i++)
+		t[i] = wt_spawn(NULL, stay_where_started, &s);
+	for (int i = 0; i < N; i++)
+		wt_join(t[i]);
+	WT_EQ(atomic_load(&s.moved), 0);
+	WT_EQ(atomic_load(&s.first_seen[0]) + atomic_load(&s.first_seen[1]), N);
+	WT_OK(weft_shutdown());
+}
+
 static void test_bound_ult_stays_on_its_worker(void **state)
 {
 	enum { W = 3 };
@@ -394,6 +437,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_yield_alternates_two_ults_on_one_worker),
 		cmocka_unit_test(test_yield_with_nothing_else_returns),
 		cmocka_unit_test(test_bound_ult_stays_on_its_worker),
+		cmocka_unit_test(test_no_migration_keeps_first_worker),
 		cmocka_unit_test(test_create_on_out_of_range_worker_einval),
 		cmocka_unit_test(test_cpu_bound_work_spreads_to_all_workers),
 		cmocka_unit_test(test_main_yield_runs_others_on_one_worker),
