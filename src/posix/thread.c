@@ -1,6 +1,7 @@
 /* POSIX threads on ULTs: creation, joining, exit, ids, attributes, once,
  * thread-specific data, yielding and sleeping. See posix.h. */
 #include <limits.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -334,5 +335,213 @@ WF_PX_API int WF_PX(sched_yield)(void)
 	if (weft_self() == WEFT_NULL)
 		return WF_SYS(sched_yield)();
 	weft_yield();
+	return 0;
+}
+
+/* ---- glibc extensions and the rest of <pthread.h> ------------------------------------ */
+
+static wf_ult_t *ult_of(pthread_t t)
+{
+	return wf_px_is_ult(t) ? wf_registry_find(wf_px_to_weft(t)) : NULL;
+}
+
+/* glibc >= 2.34 declares pthread_yield as another name of sched_yield (an
+ * asm label), so the preload build's sched_yield serves both. */
+#ifndef WEFT_PRELOAD
+WF_PX_API int WF_PX(pthread_yield)(void)
+{
+	return WF_PX(sched_yield)();
+}
+#endif
+
+/* Scheduling parameters are stored and returned; weft has no priority
+ * scheduler yet, so they change nothing (docs/posix-coverage.md). */
+WF_PX_API int WF_PX(pthread_setschedparam)(pthread_t t, int policy, const struct sched_param *p)
+{
+	if (!p || !valid_sched(policy, p->sched_priority))
+		return EINVAL;
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	u->px_policy = policy;
+	u->px_prio = p->sched_priority;
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_getschedparam)(pthread_t t, int *policy, struct sched_param *p)
+{
+	if (!policy || !p)
+		return EINVAL;
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	*policy = u->px_policy;
+	p->sched_priority = u->px_prio;
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_setschedprio)(pthread_t t, int prio)
+{
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	if (!valid_sched(u->px_policy, prio))
+		return EINVAL;
+	u->px_prio = prio;
+	return 0;
+}
+
+/* The thread's attributes as it runs: its stack, detach state, guard. */
+WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
+{
+	if (!a)
+		return EINVAL;
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	WF_PX(pthread_attr_init)(a);
+	wf_px_attr_t *x = (wf_px_attr_t *)a;
+	uintptr_t j = atomic_load_explicit(&u->joiner, memory_order_acquire);
+	x->detach = j == WF_JOIN_DETACHED ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE;
+	x->stackaddr = u->ctx.stack_lo;
+	x->stacksize = u->ctx.stack_size;
+	x->guardsize = u->stack_kind == WF_STACK_GUARDED ? wf_page_size() : 0;
+	x->policy = u->px_policy;
+	x->prio = u->px_prio;
+	if (u->stack_kind == WF_STACK_THREAD) {
+		/* The root ULT runs on its kernel thread's own stack. */
+		pthread_attr_t k;
+		if (WF_SYS(pthread_getattr_np)(WF_SYS(pthread_self)(), &k) == 0) {
+			WF_SYS(pthread_attr_getstack)(&k, &x->stackaddr, &x->stacksize);
+			WF_SYS(pthread_attr_destroy)(&k);
+		}
+	}
+	return 0;
+}
+
+/* Join without blocking: EBUSY while t runs. */
+WF_PX_API int WF_PX(pthread_tryjoin_np)(pthread_t t, void **ret)
+{
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	uintptr_t j = atomic_load_explicit(&u->joiner, memory_order_acquire);
+	if (j == WF_JOIN_DETACHED)
+		return EINVAL;
+	if (j != WF_JOIN_EXITED)
+		return EBUSY;
+	return weft_join(wf_px_to_weft(t), ret);
+}
+
+/* Signals: sig 0 probes for the thread; a signal to oneself is raised on the
+ * worker running the caller, so its handler runs in this ULT. A signal to
+ * another ULT would need per-ULT delivery, which weft does not have. */
+WF_PX_API int WF_PX(pthread_kill)(pthread_t t, int sig)
+{
+	if (sig < 0 || sig >= NSIG)
+		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return ESRCH;
+	if (!wf_registry_find(wf_px_to_weft(t)))
+		return ESRCH;
+	if (sig == 0)
+		return 0;
+	if (wf_px_to_weft(t) != weft_self())
+		return ENOTSUP;
+	return raise(sig) ? errno : 0;
+}
+
+/* Affinity: weft binds a ULT to one worker; worker i runs on the i-th CPU
+ * the process may use when WEFT_PIN=1. A set naming every usable CPU
+ * unbinds; otherwise the ULT is bound to the worker of the lowest CPU in
+ * the set. It takes effect at the ULT's next scheduling point (at once
+ * for the caller, which yields). */
+static int worker_of_cpu(int cpu)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof allowed, &allowed))
+		return -1;
+	int idx = 0;
+	for (int c = 0; c < cpu && c < CPU_SETSIZE; c++)
+		idx += CPU_ISSET(c, &allowed) != 0;
+	return CPU_ISSET(cpu, &allowed) ? idx % weft_num_workers() : -1;
+}
+
+static int nth_cpu(int n)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof allowed, &allowed))
+		return -1;
+	int count = CPU_COUNT(&allowed);
+	if (count == 0)
+		return -1;
+	for (int c = 0, i = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed) && i++ == n % count)
+			return c;
+	return -1;
+}
+
+WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_set_t *set)
+{
+	if (!set)
+		return EINVAL;
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof allowed, &allowed))
+		return errno;
+	int first = -1, all = 1;
+	for (int c = 0; c < CPU_SETSIZE && (size_t)c < size * 8; c++) {
+		int in = CPU_ISSET_S(c, size, set) != 0;
+		if (in && first < 0 && CPU_ISSET(c, &allowed))
+			first = c;
+		if (CPU_ISSET(c, &allowed) && !in)
+			all = 0;
+	}
+	if (first < 0)
+		return EINVAL; /* no usable CPU in the set */
+	u->bound_worker = all ? -1 : worker_of_cpu(first);
+	if (wf_px_to_weft(t) == weft_self())
+		weft_yield(); /* move now */
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_getaffinity_np)(pthread_t t, size_t size, cpu_set_t *set)
+{
+	if (!set)
+		return EINVAL;
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	if (u->bound_worker < 0)
+		return sched_getaffinity(0, size, set) ? errno : 0;
+	CPU_ZERO_S(size, set);
+	int c = nth_cpu(u->bound_worker);
+	if (c < 0 || (size_t)c >= size * 8)
+		return EINVAL;
+	CPU_SET_S(c, size, set);
+	return 0;
+}
+
+/* The obsolete pair (removed in POSIX.1-2008, still in glibc): addr is the
+ * stack's highest address on a downward-growing stack, as glibc takes it. */
+WF_PX_API int WF_PX(pthread_attr_setstackaddr)(pthread_attr_t *a, void *addr)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x || !addr)
+		return EINVAL;
+	size_t n = x->stacksize ? x->stacksize : wf_rt.stack_size ? wf_rt.stack_size : 64 * 1024;
+	x->stackaddr = (char *)addr - n;
+	x->stacksize = n;
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_attr_getstackaddr)(const pthread_attr_t *a, void **addr)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x || !addr)
+		return EINVAL;
+	*addr = x->stackaddr ? (char *)x->stackaddr + x->stacksize : NULL;
 	return 0;
 }

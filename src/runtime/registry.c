@@ -137,6 +137,14 @@ wf_ult_t *wf_registry_find(weft_t id)
 	return u && u->id == id ? u : NULL;
 }
 
+wf_ult_t *wf_registry_at(uint32_t slot)
+{
+	if (slot > SLOT_MASK)
+		return NULL;
+	_Atomic(wf_ult_t *) *c = chunk_for(slot, 0);
+	return c ? atomic_load_explicit(&c[slot & (CHUNK_SIZE - 1)], memory_order_acquire) : NULL;
+}
+
 void wf_registry_drain_worker(wf_worker_t *w)
 {
 	wf_spin_lock(&free_lock);

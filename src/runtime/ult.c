@@ -75,21 +75,51 @@ static int claim(wf_ult_t *u)
 }
 
 /* Would self joining u close a cycle of joins? self->joining is published
- * first, so of two ULTs joining each other at once at least one sees it. */
+ * first, so of two ULTs joining each other at once at least one sees it.
+ *
+ * The walk follows other ULTs' joining links, and a ULT down the chain may
+ * finish its join and free its target at any moment. So walkers announce
+ * themselves in join_walkers before they follow any link but their own
+ * target's, and a joiner clears its link (seq_cst) and then waits for
+ * join_walkers to drain before it frees its target (join_retire): either
+ * the walker reads the cleared link, or the joiner sees the walker and
+ * waits. Joins whose target is not joining anything (almost all) never
+ * walk. Cycles longer than JOIN_CYCLE_MAX ULTs are not looked for (POSIX:
+ * a deadlock "may" be detected); a walk costs at most that many steps. */
+#define JOIN_CYCLE_MAX 64
+
+static atomic_int join_walkers;
+
 static int join_cycle(wf_ult_t *self, wf_ult_t *u)
 {
 	atomic_store_explicit(&self->joining, u, memory_order_seq_cst);
+	/* u is our own target: alive until we free it. */
 	wf_ult_t *v = atomic_load_explicit(&u->joining, memory_order_seq_cst);
-	for (int depth = 0; v && depth < 4096; depth++) {
-		if (v == self)
-			return 1;
+	if (!v || v == self)
+		return v == self;
+	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
+	int found = 0;
+	v = atomic_load_explicit(&u->joining, memory_order_seq_cst); /* again, announced */
+	for (int depth = 0; v && depth < JOIN_CYCLE_MAX; depth++) {
+		if (v == self) {
+			found = 1;
+			break;
+		}
 		v = atomic_load_explicit(&v->joining, memory_order_seq_cst);
 	}
-	return 0;
+	atomic_fetch_sub_explicit(&join_walkers, 1, memory_order_release);
+	return found;
 }
 
-/* Publish, for weft_cancel, that self is about to block joining u; 0 if a
- * cancellation is pending (act on it instead). See wf_wait_cancel. */
+/* self is done joining: clear its link, and let walkers that may have
+ * followed it to its target finish before the target is freed. */
+static void join_retire(wf_ult_t *self)
+{
+	atomic_store_explicit(&self->joining, NULL, memory_order_seq_cst);
+	while (atomic_load_explicit(&join_walkers, memory_order_seq_cst))
+		wf_cpu_relax();
+}
+
 static int join_publish(wf_ult_t *self, wf_ult_t *u)
 {
 	wf_spin_lock(&self->wait_lock);
@@ -142,7 +172,10 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 	}
 	if (!e && j == WF_JOIN_EXITED && !claim(u))
 		e = EINVAL;
-	atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+	if (e)
+		atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+	else
+		join_retire(self); /* u is ours to free: no walker may be on it */
 	return e;
 }
 

@@ -54,7 +54,9 @@
  *   A new ULT goes to its creator's worker (bottom of the deque, so a
  *   create+join runs the child next); a woken ULT goes to the waker's
  *   worker. If a worker is asleep and none is spinning, one is woken to
- *   steal (wf_wake_one_idle).
+ *   steal (wf_wake_one_idle); a spinning worker that finds work wakes
+ *   another if it was the last spinner and more work is queued
+ *   (stop_spinning), so a burst spreads over every worker.
  *
  * Idle workers (worker.c has the wake side)
  *   The loop spins looking for work (own queues, global queue, stealing) for
@@ -271,6 +273,8 @@ void wf_after_switch(wf_worker_t *w)
 static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *next)
 {
 	wf_ctx_t *to;
+	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
+		wf_cpu_account(w, w->current);
 	w->current = next;
 	if (next) {
 		/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
@@ -335,6 +339,8 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 		next = pick_next(w);
 	w->prev = self;
 	w->prev_action = WF_AFTER_EXIT;
+	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
+		wf_cpu_account(w, self);
 	w->current = next;
 	if (next) {
 		next->state = WF_RUNNING;
@@ -388,6 +394,34 @@ static void tune_spin(wf_worker_t *w, uint64_t slept_ns)
 	}
 }
 
+/* Is there queued work besides what w just took? (Deques and the global
+ * queue; read without locks, a hint.) */
+static int more_work_visible(void)
+{
+	if (atomic_load_explicit(&wf_rt.global_n, memory_order_relaxed))
+		return 1;
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *v = wf_rt.workers[i];
+		if (atomic_load_explicit(&v->bottom, memory_order_relaxed) -
+			    atomic_load_explicit(&v->top, memory_order_relaxed) >
+		    0)
+			return 1;
+	}
+	return 0;
+}
+
+/* w stops spinning because it found work. If it was the last spinner and
+ * more work is queued, wake a sleeper to take it: queuers wake nobody while
+ * a worker spins (wf_wake_one_idle), so without this the rest of a burst
+ * could wait on one busy worker while others sleep (Go's rule: the last
+ * spinning M to find work wakes another). */
+static void stop_spinning(void)
+{
+	if (atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst) == 1 &&
+	    more_work_visible())
+		wf_wake_one_idle();
+}
+
 /* Look for work until some is found (returned) or the runtime stops (NULL).
  * Called only by w's owner, in its loop context. */
 static wf_ult_t *find_work(wf_worker_t *w)
@@ -415,8 +449,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			if (!u)
 				u = steal_any(w, 0);
 			if (u) {
-				atomic_fetch_sub_explicit(&wf_rt.nspinning, 1,
-							  memory_order_seq_cst);
+				stop_spinning();
 				return u;
 			}
 			if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) ==
@@ -469,8 +502,11 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		}
 		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
-		if (u)
+		if (u) {
+			if (more_work_visible())
+				wf_wake_one_idle(); /* as stop_spinning */
 			return u;
+		}
 	}
 }
 

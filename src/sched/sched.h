@@ -82,6 +82,8 @@ typedef struct wf_worker {
 	int seen_count;             /* thief: scans that saw it unchanged */
 	long created, exited;       /* ULTs created / exited here; owner writes, wf_live reads */
 	long spin_ns;               /* current idle spin budget (tune_spin) */
+	uint64_t run_start;         /* thread CPU time when current started (cpu_clock) */
+	clockid_t cpu_clockid;      /* this kernel thread's CPU clock (cpu_clock) */
 	pthread_t thread;
 	stack_t old_altstack;
 
@@ -131,6 +133,7 @@ typedef struct wf_runtime {
 	atomic_int nsleeping;               /* workers asleep on their futex */
 	atomic_long foreign_created;        /* ULTs created by foreign threads */
 	atomic_int root_exited;             /* root called weft_exit */
+	atomic_int cpu_clock; /* per-ULT CPU time is being counted (posix/cpuclock.c) */
 } wf_runtime_t;
 
 WF_HIDDEN extern wf_runtime_t wf_rt;
@@ -166,6 +169,9 @@ WF_HIDDEN void wf_unpark(wf_parker_t *p);
 WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns);
 WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 
+/* Per-ULT CPU time (src/posix/cpuclock.c): charge the ULT leaving w. */
+WF_HIDDEN void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving);
+
 /* Workers (worker.c). */
 WF_HIDDEN int wf_workers_start(void);
 WF_HIDDEN void wf_workers_stop(void);
@@ -188,6 +194,8 @@ WF_HIDDEN size_t wf_page_size(void);
 WF_HIDDEN int wf_registry_add(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN void wf_registry_remove(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN wf_ult_t *wf_registry_find(weft_t id);
+/* The ULT in a registry slot now, or NULL (the low 22 bits of its id). */
+WF_HIDDEN wf_ult_t *wf_registry_at(uint32_t slot);
 
 /* Freeing an exited ULT: registry slot and stack (runtime/ult.c). */
 WF_HIDDEN void wf_ult_free(wf_worker_t *w, wf_ult_t *u);

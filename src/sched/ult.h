@@ -98,6 +98,9 @@ typedef struct wf_ult {
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */
+	int px_policy, px_prio; /* POSIX scheduling parameters: stored and returned only */
+	_Atomic uint64_t
+		cpu_ns; /* CPU time run so far, while wf_rt.cpu_clock is on (posix/cpuclock.c) */
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
 

@@ -98,6 +98,8 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->cleanup = NULL;
 	u->tsd = NULL;
 	u->px_unwind = NULL;
+	u->px_policy = u->px_prio = 0;
+	atomic_store_explicit(&u->cpu_ns, 0, memory_order_relaxed);
 	return u;
 }
 

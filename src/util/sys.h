@@ -31,6 +31,9 @@
 	X(int, pthread_key_create, (pthread_key_t *, void (*)(void *)))                          \
 	X(int, pthread_setspecific, (pthread_key_t, const void *))                               \
 	X(int, sched_yield, (void))                                                              \
+	X(int, pthread_getcpuclockid, (pthread_t, clockid_t *))                                  \
+	X(int, clock_gettime, (clockid_t, struct timespec *))                                    \
+	X(int, clock_getres, (clockid_t, struct timespec *))                                     \
 	X(int, clock_nanosleep, (clockid_t, int, const struct timespec *, struct timespec *))
 
 #ifdef WEFT_PRELOAD

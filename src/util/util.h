@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/sys.h"
+
 /* Built with AddressSanitizer? (gcc defines the macro, clang has the feature) */
 #if defined(__SANITIZE_ADDRESS__)
 #define WF_ASAN 1
@@ -67,7 +69,7 @@ static inline int wf_futex_wake(atomic_int *addr, int n)
 static inline uint64_t wf_now_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	WF_SYS(clock_gettime)(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 

@@ -168,6 +168,41 @@ static void test_join_cycle_of_two_edeadlk(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Long join chains: ULT i joins ULT i+1, which is made after it, so the
+ * joins block and their links form a chain that later joins walk for
+ * cycles - while the far end finishes, frees its ULTs and, past the stack
+ * caches, unmaps their stacks. (A walk that followed a freed ULT's link
+ * crashed here.) Several rounds, because the race needs the walk and the
+ * unwinding to meet. */
+enum { FLAT_CHAIN = 12000 };
+static _Atomic weft_t flat_ids[FLAT_CHAIN];
+
+static void *join_next_in_chain(void *arg)
+{
+	intptr_t i = (intptr_t)arg;
+	if (i == FLAT_CHAIN - 1)
+		return (void *)1;
+	weft_t next;
+	while ((next = atomic_load(&flat_ids[i + 1])) == WEFT_NULL)
+		weft_yield();
+	void *r = NULL;
+	WT_OK(weft_join(next, &r));
+	return (void *)((intptr_t)r + 1);
+}
+
+static void test_long_join_chains(void **state)
+{
+	wt_init(2);
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < FLAT_CHAIN; i++)
+			atomic_store(&flat_ids[i], WEFT_NULL);
+		for (intptr_t i = 0; i < FLAT_CHAIN; i++)
+			atomic_store(&flat_ids[i], wt_spawn(NULL, join_next_in_chain, (void *)i));
+		WT_EQ_PTR(wt_join(atomic_load(&flat_ids[0])), (void *)(intptr_t)FLAT_CHAIN);
+	}
+	WT_OK(weft_shutdown());
+}
+
 static void test_join_cycle_of_three_edeadlk(void **state)
 {
 	wt_init(3);
@@ -671,6 +706,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_join_self_edeadlk),
 		cmocka_unit_test(test_join_cycle_of_two_edeadlk),
 		cmocka_unit_test(test_join_cycle_of_three_edeadlk),
+		cmocka_unit_test(test_long_join_chains),
 		cmocka_unit_test(test_join_unknown_esrch),
 		cmocka_unit_test(test_join_twice_esrch),
 		cmocka_unit_test(test_join_while_being_joined_einval),
