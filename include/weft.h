@@ -113,6 +113,9 @@ typedef struct weft_attr {
 	size_t stacksize_;
 	void *stackaddr_;
 	char name_[WEFT_NAME_MAX];
+	int sched_policy_, sched_prio_; /* private: the POSIX layer's, stored only */
+	uint64_t sigmask_;              /* private: the POSIX layer's signal mask */
+	size_t guardsize_;              /* private: the POSIX layer's guard size */
 } weft_attr_t;
 
 WEFT_API int weft_attr_init(weft_attr_t *a);

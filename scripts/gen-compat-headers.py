@@ -97,16 +97,42 @@ TAIL = {
 """,
 }
 
+def gnu_only(fn):
+    """glibc declares these only with _GNU_SOURCE (__USE_GNU)."""
+    clock_ext = "clock" in fn and fn not in ("pthread_getcpuclockid", "clock_gettime", "clock_getres")
+    return fn.endswith("_np") or clock_ext or fn == "pthread_yield"
+
+
+def xopen2k(fn):
+    """Uses types glibc declares only from POSIX.1-2001 (__USE_XOPEN2K) on."""
+    return any(t in decls[fn][1] for t in ("pthread_barrier", "pthread_spinlock", "pthread_rwlock"))
+
+
+def guarded(lines_for, fns):
+    def pick(test):
+        return [l for fn in fns if test(fn) for l in lines_for(fn)]
+
+    out = pick(lambda fn: not gnu_only(fn) and not xopen2k(fn))
+    x = pick(lambda fn: not gnu_only(fn) and xopen2k(fn))
+    g = pick(gnu_only)
+    out += ["#ifdef __USE_XOPEN2K"] + x + ["#endif"] if x else []
+    out += ["#ifdef __USE_GNU"] + g + ["#endif"] if g else []
+    return out
+
+
 for fam, fns in family.items():
     out = [HEAD[fam], CXX_GUARD, "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
-    for fn in fns:
+
+    def decl(fn):
         ret, args = decls[fn]
         noreturn = "_Noreturn" in ret
         ret = ret.replace("_Noreturn", "").strip()
         attr = " __attribute__((__noreturn__))" if noreturn else ""
-        out.append("extern %s weft_px_%s%s%s;" % (ret, fn, args, attr))
+        return ["extern %s weft_px_%s%s%s;" % (ret, fn, args, attr)]
+
+    out += guarded(decl, fns)
     out.append("")
-    out += ["#define %s weft_px_%s" % (fn, fn) for fn in fns]
+    out += guarded(lambda fn: ["#define %s weft_px_%s" % (fn, fn)], fns)
     out.append(TAIL.get(fam, ""))
     out += ["#ifdef __cplusplus", "}", "#endif", "", "#endif", ""]
     path = os.path.join(root, "include", "weft", "compat", fam + ".h")

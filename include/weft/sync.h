@@ -26,6 +26,9 @@
 
 #include <stdint.h>
 #include <time.h>
+#if defined(__GLIBC__) && !defined(__clockid_t_defined)
+#include <bits/types/clockid_t.h> /* time.h declares it only for POSIX programs */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,7 +46,8 @@ typedef uint64_t weft_t; /* as in <weft.h>, so that this header stands alone */
  * when checked (atomically with enqueueing, like FUTEX_WAIT).
  *   abstime NULL: no deadline; otherwise on CLOCK_MONOTONIC or
  *   CLOCK_REALTIME (clock; anything else EINVAL).
- * Returns 0 when woken, EAGAIN if *addr != expected, ETIMEDOUT, EINVAL.
+ * Returns 0 when woken, EAGAIN if *addr != expected, ETIMEDOUT, EINVAL, or
+ * EINTR if a signal was sent to the calling ULT.
  * Never returns 0 without a matching wake (no spurious wake-ups), but a
  * wake meant for an earlier value may be received: re-check the condition. */
 WEFT_API int weft_wait(const uint32_t *addr, uint32_t expected, clockid_t clock,
@@ -56,9 +60,10 @@ WEFT_API int weft_wake(const uint32_t *addr, int n);
 
 /* Sleep for ns nanoseconds (0: yield). The ULT parks; its worker runs others. */
 WEFT_API int weft_sleep_ns(uint64_t ns);
-/* As nanosleep(2): EINVAL for a bad timespec; with rem != NULL, *rem is set
- * to zero on success. Returns 0 or errno (ECANCELED is never returned: a
- * cancelled ULT does not return at all). */
+/* As nanosleep(2): EINVAL for a bad timespec; EINTR, with the time left in
+ * *rem, if a signal sent to this ULT (pthread_kill through the POSIX layer)
+ * interrupted it; otherwise *rem (if rem is not NULL) is set to zero. A
+ * cancelled ULT does not return at all. */
 WEFT_API int weft_nanosleep(const struct timespec *req, struct timespec *rem);
 /* As clock_nanosleep(2): clock CLOCK_MONOTONIC or CLOCK_REALTIME (else
  * EINVAL), flags 0 (relative) or TIMER_ABSTIME. */

@@ -1,7 +1,11 @@
 /* Per-ULT CPU time: pthread_getcpuclockid, and the clock_gettime and
  * clock_getres that understand its clocks.
  *
- * Counting is off until the first pthread_getcpuclockid call, so programs
+ * In a ULT, clock_gettime(CLOCK_THREAD_CPUTIME_ID) reads the ULT's clock too
+ * (the kernel's would be its worker's).
+ *
+ * Counting is off until the first pthread_getcpuclockid call (or the first
+ * read of CLOCK_THREAD_CPUTIME_ID in a ULT), so programs
  * that never ask pay nothing. From then on every switch on a worker
  * charges the ULT that leaves it with the worker's kernel-thread CPU time
  * since that ULT started running there (wf_cpu_account, called by the
@@ -72,21 +76,28 @@ static wf_ult_t *ult_of_clock(clockid_t c)
 	return u;
 }
 
-WF_PX_API int WF_PX(pthread_getcpuclockid)(pthread_t t, clockid_t *c)
+/* Start counting (the first pthread_getcpuclockid, or the first read of
+ * CLOCK_THREAD_CPUTIME_ID in a ULT). */
+static void start_counting(void)
 {
-	if (!c)
-		return EINVAL;
-	if (!wf_px_is_ult(t))
-		return ESRCH;
-	weft_t id = wf_px_to_weft(t);
-	if (!wf_registry_find(id))
-		return ESRCH;
 	if (!atomic_exchange_explicit(&wf_rt.cpu_clock, 1, memory_order_acq_rel)) {
 		/* Start the caller's run now: its time from here on counts. */
 		wf_worker_t *w = wf_worker_self();
 		if (w)
 			wf_cpu_account(w, NULL);
 	}
+}
+
+WF_PX_API int WF_PX(pthread_getcpuclockid)(pthread_t t, clockid_t *c)
+{
+	if (!c)
+		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_getcpuclockid)(t, c);
+	weft_t id = wf_px_to_weft(t);
+	if (!wf_registry_find(id))
+		return ESRCH;
+	start_counting();
 	uint32_t tag = (uint32_t)(((id >> SLOT_BITS) & 63) << SLOT_BITS) |
 		       (uint32_t)(id & ((1u << SLOT_BITS) - 1));
 	*c = (clockid_t) ~(int32_t)(tag << 3);
@@ -95,6 +106,15 @@ WF_PX_API int WF_PX(pthread_getcpuclockid)(pthread_t t, clockid_t *c)
 
 WF_PX_API int WF_PX(clock_gettime)(clockid_t c, struct timespec *ts)
 {
+	wf_worker_t *w;
+	if (c == CLOCK_THREAD_CPUTIME_ID && (w = wf_worker_self()) && w->current) {
+		/* In a ULT, "this thread" is the ULT, not its worker. */
+		start_counting();
+		uint64_t t = ult_cpu_ns(w->current);
+		ts->tv_sec = (time_t)(t / 1000000000u);
+		ts->tv_nsec = (long)(t % 1000000000u);
+		return 0;
+	}
 	if (!is_ult_clock(c))
 		return WF_SYS(clock_gettime)(c, ts);
 	wf_ult_t *u = ult_of_clock(c);

@@ -6,8 +6,6 @@
  *     main (and the program's own constructors, which run later) is the
  *     root ULT; returning from main or calling exit() from any thread ends
  *     the process as usual;
- *   - sleep, usleep, nanosleep and clock_nanosleep park the calling ULT
- *     instead of its worker;
  *   - glibc's cleanup-handler protocol (unwind.c).
  */
 #include <dlfcn.h>
@@ -22,10 +20,6 @@
 #include "sync/wait.h"
 
 struct wf_sys wf_sys;
-
-static int (*real_nanosleep)(const struct timespec *, struct timespec *);
-static unsigned (*real_sleep)(unsigned);
-static int (*real_usleep)(useconds_t);
 
 static void *next_symbol(const char *name)
 {
@@ -42,10 +36,6 @@ __attribute__((constructor(101))) static void wf_sys_init(void)
 #define WF_SYS_RESOLVE(ret, name, args) wf_sys.name = (ret(*) args)next_symbol(#name);
 	WF_SYS_CALLS(WF_SYS_RESOLVE)
 #undef WF_SYS_RESOLVE
-	real_nanosleep =
-		(int (*)(const struct timespec *, struct timespec *))next_symbol("nanosleep");
-	real_sleep = (unsigned (*)(unsigned))next_symbol("sleep");
-	real_usleep = (int (*)(useconds_t))next_symbol("usleep");
 }
 
 __attribute__((constructor(102))) static void wf_preload_start(void)
@@ -55,47 +45,6 @@ __attribute__((constructor(102))) static void wf_preload_start(void)
 		fprintf(stderr, "weft: libweft-pthread.so: weft_init: %s\n", strerror(e));
 		abort();
 	}
-}
-
-static int in_ult(void)
-{
-	return weft_self() != WEFT_NULL;
-}
-
-WF_PX_API unsigned sleep(unsigned s)
-{
-	if (!in_ult())
-		return real_sleep(s);
-	weft_sleep_ns((uint64_t)s * 1000000000u);
-	return 0;
-}
-
-WF_PX_API int usleep(useconds_t us)
-{
-	if (!in_ult())
-		return real_usleep(us);
-	weft_sleep_ns((uint64_t)us * 1000u);
-	return 0;
-}
-
-WF_PX_API int nanosleep(const struct timespec *req, struct timespec *rem)
-{
-	if (!in_ult())
-		return real_nanosleep(req, rem);
-	int e = weft_nanosleep(req, rem);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
-WF_PX_API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
-			      struct timespec *rem)
-{
-	if (!in_ult())
-		return WF_SYS(clock_nanosleep)(clock, flags, req, rem);
-	return weft_clock_nanosleep(clock, flags, req, rem);
 }
 
 /* ---- glibc's cleanup-handler protocol (see unwind.c) ---------------------------- */

@@ -29,9 +29,15 @@ _Static_assert((int)PTHREAD_CANCEL_ENABLE == (int)WEFT_CANCEL_ENABLE &&
 #define RW(l) ((weft_rwlock_t *)(l))
 
 /* ---- mutex attributes: packed into glibc's 4-byte pthread_mutexattr_t ------------
- * bits 0-1 type, 2-3 protocol, 8-15 priority ceiling, 31 initialised. */
+ * bits 0-1 type, 2-3 protocol, 4 pshared, 8-15 priority ceiling, 31 initialised. */
 
-enum { MA_TYPE = 0x3, MA_PROTO_SHIFT = 2, MA_CEIL_SHIFT = 8, MA_INIT = 1u << 31 };
+enum {
+	MA_TYPE = 0x3,
+	MA_PROTO_SHIFT = 2,
+	MA_PSHARED = 1u << 4,
+	MA_CEIL_SHIFT = 8,
+	MA_INIT = 1u << 31
+};
 
 static uint32_t *mattr(const pthread_mutexattr_t *a)
 {
@@ -75,20 +81,24 @@ WF_PX_API int WF_PX(pthread_mutexattr_gettype)(const pthread_mutexattr_t *a, int
 	return 0;
 }
 
-/* Process-shared objects would need wait queues shared between processes;
- * weft's live in one process. */
+/* pshared is stored and returned. weft's wait queues live in one process,
+ * so a "shared" object works between the threads of this process only
+ * (docs/posix-coverage.md). */
 WF_PX_API int WF_PX(pthread_mutexattr_setpshared)(pthread_mutexattr_t *a, int v)
 {
-	if (!mattr(a) || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
+	uint32_t *w = mattr(a);
+	if (!w || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
 		return EINVAL;
-	return v == PTHREAD_PROCESS_SHARED ? ENOTSUP : 0;
+	*w = (*w & ~MA_PSHARED) | (v == PTHREAD_PROCESS_SHARED ? MA_PSHARED : 0);
+	return 0;
 }
 
 WF_PX_API int WF_PX(pthread_mutexattr_getpshared)(const pthread_mutexattr_t *a, int *v)
 {
-	if (!mattr(a) || !v)
+	uint32_t *w = mattr(a);
+	if (!w || !v)
 		return EINVAL;
-	*v = PTHREAD_PROCESS_PRIVATE;
+	*v = *w & MA_PSHARED ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
 	return 0;
 }
 
@@ -205,9 +215,15 @@ WF_PX_API int WF_PX(pthread_mutex_unlock)(pthread_mutex_t *m)
 	return weft_mutex_unlock(M(m));
 }
 
+/* As glibc: a ceiling belongs to a PTHREAD_PRIO_PROTECT mutex only. */
+static int prio_protect(const pthread_mutex_t *m)
+{
+	return ((M(m)->reserved >> 8) & 3) == PTHREAD_PRIO_PROTECT;
+}
+
 WF_PX_API int WF_PX(pthread_mutex_getprioceiling)(const pthread_mutex_t *m, int *c)
 {
-	if (!m || !c)
+	if (!m || !c || !prio_protect(m))
 		return EINVAL;
 	*c = M(m)->reserved & 0xff;
 	return 0;
@@ -215,7 +231,7 @@ WF_PX_API int WF_PX(pthread_mutex_getprioceiling)(const pthread_mutex_t *m, int 
 
 WF_PX_API int WF_PX(pthread_mutex_setprioceiling)(pthread_mutex_t *m, int c, int *old)
 {
-	if (!m || !valid_ceiling(c))
+	if (!m || !valid_ceiling(c) || !prio_protect(m))
 		return EINVAL;
 	int e = weft_mutex_lock(M(m)); /* POSIX: set while holding it */
 	if (e)
@@ -277,16 +293,19 @@ WF_PX_API int WF_PX(pthread_condattr_getclock)(const pthread_condattr_t *a, cloc
 
 WF_PX_API int WF_PX(pthread_condattr_setpshared)(pthread_condattr_t *a, int v)
 {
-	if (!cattr(a) || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
+	uint32_t *w = cattr(a);
+	if (!w || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
 		return EINVAL;
-	return v == PTHREAD_PROCESS_SHARED ? ENOTSUP : 0;
+	*w = (*w & ~1u) | (v == PTHREAD_PROCESS_SHARED);
+	return 0;
 }
 
 WF_PX_API int WF_PX(pthread_condattr_getpshared)(const pthread_condattr_t *a, int *v)
 {
-	if (!cattr(a) || !v)
+	uint32_t *w = cattr(a);
+	if (!w || !v)
 		return EINVAL;
-	*v = PTHREAD_PROCESS_PRIVATE;
+	*v = *w & 1u ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
 	return 0;
 }
 
@@ -396,14 +415,15 @@ WF_PX_API int WF_PX(pthread_rwlockattr_setpshared)(pthread_rwlockattr_t *a, int 
 {
 	if (!a || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
 		return EINVAL;
-	return v == PTHREAD_PROCESS_SHARED ? ENOTSUP : 0;
+	((wf_px_rwattr_t *)a)->pshared = v;
+	return 0;
 }
 
 WF_PX_API int WF_PX(pthread_rwlockattr_getpshared)(const pthread_rwlockattr_t *a, int *v)
 {
 	if (!a || !v)
 		return EINVAL;
-	*v = PTHREAD_PROCESS_PRIVATE;
+	*v = ((const wf_px_rwattr_t *)a)->pshared;
 	return 0;
 }
 
@@ -490,14 +510,15 @@ WF_PX_API int WF_PX(pthread_barrierattr_setpshared)(pthread_barrierattr_t *a, in
 {
 	if (!a || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
 		return EINVAL;
-	return v == PTHREAD_PROCESS_SHARED ? ENOTSUP : 0;
+	*(int *)a = v;
+	return 0;
 }
 
 WF_PX_API int WF_PX(pthread_barrierattr_getpshared)(const pthread_barrierattr_t *a, int *v)
 {
 	if (!a || !v)
 		return EINVAL;
-	*v = PTHREAD_PROCESS_PRIVATE;
+	*v = *(const int *)a;
 	return 0;
 }
 
@@ -521,7 +542,7 @@ WF_PX_API int WF_PX(pthread_barrier_wait)(pthread_barrier_t *b)
 
 WF_PX_API int WF_PX(pthread_spin_init)(pthread_spinlock_t *l, int pshared)
 {
-	return weft_spin_init((weft_spinlock_t *)l, pshared);
+	return weft_spin_init((weft_spinlock_t *)l, 0); /* pshared ignored, as glibc */
 }
 
 WF_PX_API int WF_PX(pthread_spin_destroy)(pthread_spinlock_t *l)
@@ -554,10 +575,10 @@ static int sem_rc(int e)
 	return -1;
 }
 
+/* pshared is accepted: the semaphore works between this process's threads
+ * (weft's wait queues live in one process; docs/posix-coverage.md). */
 WF_PX_API int WF_PX(sem_init)(sem_t *s, int pshared, unsigned v)
 {
-	if (pshared)
-		return sem_rc(ENOSYS); /* POSIX's answer when process-shared is unsupported */
 	return sem_rc(weft_sem_init((weft_sem_t *)s, 0, v));
 }
 

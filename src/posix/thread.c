@@ -6,19 +6,28 @@
 #include <unistd.h>
 
 #include "posix/posix.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
+#include "sync/wait.h"
 
 /* What weft keeps in a pthread_attr_t. */
 typedef struct {
 	uint32_t magic;
-	uint8_t detach, inherit, scope, reserved;
+	uint8_t detach, inherit, scope, has_sigmask;
 	int32_t policy, prio;
 	size_t stacksize; /* 0: weft's default */
 	void *stackaddr;  /* lowest address of a caller-owned stack, or NULL */
 	size_t guardsize;
+	int32_t worker; /* affinity: the worker to bind to, or -1 */
+	int32_t reserved;
+	uint64_t sigmask; /* pthread_attr_setsigmask_np (if has_sigmask) */
 } wf_px_attr_t;
 
 #define WF_PX_ATTR_MAGIC 0x57504154u /* "WPAT" */
+
+/* pthread_setattr_default_np's attributes (magic 0: none set). */
+static wf_px_attr_t default_attr;
+static wf_spinlock_t default_lock;
 
 _Static_assert(sizeof(wf_px_attr_t) <= sizeof(pthread_attr_t), "attr must fit pthread_attr_t");
 
@@ -28,9 +37,12 @@ static wf_px_attr_t *attr_of(const pthread_attr_t *a)
 	return a && x->magic == WF_PX_ATTR_MAGIC ? x : NULL;
 }
 
+/* Start weft if it is not running. The process's main thread becomes the
+ * root ULT then, so pthread_self() gives it a ULT id from its first call
+ * on (runtime/init.c, wf_start_lazily). */
 int wf_px_ensure(void)
 {
-	return weft_num_workers() > 0 ? 0 : weft_yield(); /* any call starts weft lazily */
+	return wf_ensure_runtime();
 }
 
 /* ---- attributes -------------------------------------------------------------- */
@@ -47,6 +59,7 @@ WF_PX_API int WF_PX(pthread_attr_init)(pthread_attr_t *a)
 	x->scope = PTHREAD_SCOPE_SYSTEM;
 	x->policy = SCHED_OTHER;
 	x->guardsize = (size_t)sysconf(_SC_PAGESIZE);
+	x->worker = -1;
 	return 0;
 }
 
@@ -189,20 +202,42 @@ WF_PX_API int WF_PX(pthread_attr_getstack)(const pthread_attr_t *a, void **addr,
 
 /* ---- threads ------------------------------------------------------------------- */
 
+/* weft keeps a ULT's descriptor (and ucontext) at the top of its stack
+ * mapping; asking for this much more leaves the program the stack size it
+ * asked for. */
+#define STACK_RESERVE 4096
+
 static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 {
 	int e = weft_attr_init(w);
 	if (e)
 		return e;
+	/* Scheduling parameters: explicit ones from x, else the creator's. */
+	wf_worker_t *me = wf_worker_self();
+	if (x && x->inherit == PTHREAD_EXPLICIT_SCHED) {
+		w->sched_policy_ = x->policy;
+		w->sched_prio_ = x->prio;
+	} else if (me && me->current) {
+		w->sched_policy_ = me->current->px_policy;
+		w->sched_prio_ = me->current->px_prio;
+	}
+	if (x && x->has_sigmask)
+		w->sigmask_ = x->sigmask;
+	else if (me && me->current) /* a new thread inherits its creator's mask */
+		w->sigmask_ = atomic_load_explicit(&me->current->sig_mask, memory_order_relaxed);
 	if (!x)
 		return 0;
-	if (x->stackaddr)
+	if (x->stackaddr) {
 		e = weft_attr_setstack(w, x->stackaddr, x->stacksize);
-	else if (x->stacksize)
-		e = weft_attr_setstacksize(w, x->stacksize < WEFT_STACK_MIN ? WEFT_STACK_MIN
-									    : x->stacksize);
+	} else if (x->stacksize) {
+		size_t n = x->stacksize + STACK_RESERVE;
+		e = weft_attr_setstacksize(w, n < WEFT_STACK_MIN ? WEFT_STACK_MIN : n);
+	}
 	if (!e)
 		e = weft_attr_setdetached(w, x->detach == PTHREAD_CREATE_DETACHED);
+	if (!e && x->worker >= 0 && x->worker < weft_num_workers())
+		e = weft_attr_setworker(w, x->worker);
+	w->guardsize_ = x->stackaddr ? 0 : x->guardsize; /* POSIX: none on a caller's stack */
 	return e;
 }
 
@@ -211,8 +246,19 @@ WF_PX_API int WF_PX(pthread_create)(pthread_t *t, const pthread_attr_t *a, void 
 {
 	if (!t || !fn || (a && !attr_of(a)))
 		return EINVAL;
+	int e0 = wf_px_ensure(); /* before reading the creator's parameters */
+	if (e0)
+		return e0 == ENOMEM ? EAGAIN : e0;
+	wf_px_attr_t dflt;
+	const wf_px_attr_t *x = attr_of(a);
+	if (!x) { /* the defaults of pthread_setattr_default_np, if any */
+		wf_spin_lock(&default_lock);
+		dflt = default_attr;
+		wf_spin_unlock(&default_lock);
+		x = dflt.magic ? &dflt : NULL;
+	}
 	weft_attr_t wa;
-	int e = to_weft_attr(attr_of(a), &wa);
+	int e = to_weft_attr(x, &wa);
 	if (e)
 		return e;
 	weft_t id;
@@ -248,6 +294,7 @@ WF_PX_API _Noreturn void WF_PX(pthread_exit)(void *ret)
 
 WF_PX_API pthread_t WF_PX(pthread_self)(void)
 {
+	wf_px_ensure(); /* the main thread's id is a ULT id from the start */
 	weft_t me = weft_self();
 	return me != WEFT_NULL ? wf_px_from_weft(me) : WF_SYS(pthread_self)();
 }
@@ -270,7 +317,7 @@ WF_PX_API int WF_PX(pthread_setname_np)(pthread_t t, const char *name)
 	if (strlen(name) >= 16)
 		return ERANGE; /* as glibc: 15 characters and the NUL */
 	if (!wf_px_is_ult(t))
-		return ESRCH;
+		return WF_SYS(pthread_setname_np)(t, name); /* a kernel thread weft does not run */
 	wf_ult_t *u = wf_registry_find(wf_px_to_weft(t));
 	if (!u)
 		return ESRCH;
@@ -284,18 +331,25 @@ WF_PX_API int WF_PX(pthread_setname_np)(pthread_t t, const char *name)
 WF_PX_API int WF_PX(pthread_getname_np)(pthread_t t, char *buf, size_t n)
 {
 	if (!wf_px_is_ult(t))
-		return ESRCH;
+		return WF_SYS(pthread_getname_np)(t, buf, n);
 	return weft_getname(wf_px_to_weft(t), buf, n);
 }
 
+/* A hint, stored and returned as POSIX says; weft runs one worker per core
+ * whatever it is. */
+static atomic_int concurrency;
+
 WF_PX_API int WF_PX(pthread_getconcurrency)(void)
 {
-	return 0;
+	return atomic_load_explicit(&concurrency, memory_order_relaxed);
 }
 
 WF_PX_API int WF_PX(pthread_setconcurrency)(int n)
 {
-	return n < 0 ? EINVAL : 0; /* a hint; weft runs one worker per core */
+	if (n < 0)
+		return EINVAL;
+	atomic_store_explicit(&concurrency, n, memory_order_relaxed);
+	return 0;
 }
 
 /* ---- thread-specific data --------------------------------------------------------- */
@@ -360,6 +414,8 @@ WF_PX_API int WF_PX(pthread_setschedparam)(pthread_t t, int policy, const struct
 {
 	if (!p || !valid_sched(policy, p->sched_priority))
 		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_setschedparam)(t, policy, p);
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
@@ -372,6 +428,8 @@ WF_PX_API int WF_PX(pthread_getschedparam)(pthread_t t, int *policy, struct sche
 {
 	if (!policy || !p)
 		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_getschedparam)(t, policy, p);
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
@@ -396,6 +454,8 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 {
 	if (!a)
 		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_getattr_np)(t, a);
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
@@ -405,7 +465,9 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 	x->detach = j == WF_JOIN_DETACHED ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE;
 	x->stackaddr = u->ctx.stack_lo;
 	x->stacksize = u->ctx.stack_size;
-	x->guardsize = u->stack_kind == WF_STACK_GUARDED ? wf_page_size() : 0;
+	x->guardsize = u->stack_kind == WF_STACK_GUARDED
+			       ? (size_t)((char *)u->ctx.stack_lo - (char *)u->map_base)
+			       : 0;
 	x->policy = u->px_policy;
 	x->prio = u->px_prio;
 	if (u->stack_kind == WF_STACK_THREAD) {
@@ -433,22 +495,28 @@ WF_PX_API int WF_PX(pthread_tryjoin_np)(pthread_t t, void **ret)
 	return weft_join(wf_px_to_weft(t), ret);
 }
 
-/* Signals: sig 0 probes for the thread; a signal to oneself is raised on the
- * worker running the caller, so its handler runs in this ULT. A signal to
- * another ULT would need per-ULT delivery, which weft does not have. */
+/* Signals to a ULT are delivered by weft itself (src/sync/signal.c): the
+ * handler runs in the target ULT, a blocked signal stays pending, and a ULT
+ * in a sleep or another interruptible wait is woken with EINTR. */
 WF_PX_API int WF_PX(pthread_kill)(pthread_t t, int sig)
 {
 	if (sig < 0 || sig >= NSIG)
 		return EINVAL;
 	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_kill)(t, sig);
+	wf_ult_t *u = wf_registry_find(wf_px_to_weft(t));
+	if (!u)
 		return ESRCH;
-	if (!wf_registry_find(wf_px_to_weft(t)))
-		return ESRCH;
-	if (sig == 0)
-		return 0;
-	if (wf_px_to_weft(t) != weft_self())
-		return ENOTSUP;
-	return raise(sig) ? errno : 0;
+	return sig == 0 ? 0 : wf_sig_send(u, sig);
+}
+
+/* A ULT's mask is its own (src/sync/signal.c); a kernel thread's is glibc's. */
+WF_PX_API int WF_PX(pthread_sigmask)(int how, const __sigset_t *set, __sigset_t *old)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || !w->current)
+		return WF_SYS(pthread_sigmask)(how, set, old);
+	return wf_sig_mask(w->current, how, set, old);
 }
 
 /* Affinity: weft binds a ULT to one worker; worker i runs on the i-th CPU
@@ -485,6 +553,8 @@ WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_
 {
 	if (!set)
 		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_setaffinity_np)(t, size, set);
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
@@ -511,6 +581,8 @@ WF_PX_API int WF_PX(pthread_getaffinity_np)(pthread_t t, size_t size, cpu_set_t 
 {
 	if (!set)
 		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_getaffinity_np)(t, size, set);
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
@@ -543,5 +615,165 @@ WF_PX_API int WF_PX(pthread_attr_getstackaddr)(const pthread_attr_t *a, void **a
 	if (!x || !addr)
 		return EINVAL;
 	*addr = x->stackaddr ? (char *)x->stackaddr + x->stacksize : NULL;
+	return 0;
+}
+
+/* ---- sleeping: the calling ULT parks, its worker runs others ------------------------- */
+
+static int in_ult(void)
+{
+	return weft_self() != WEFT_NULL;
+}
+
+WF_PX_API unsigned WF_PX(sleep)(unsigned s)
+{
+	if (!in_ult())
+		return WF_SYS(sleep)(s);
+	struct timespec req = {.tv_sec = (time_t)s}, rem = {0, 0};
+	if (weft_nanosleep(&req, &rem) == EINTR) /* unslept seconds, rounded up */
+		return (unsigned)rem.tv_sec + (rem.tv_nsec > 0);
+	return 0;
+}
+
+WF_PX_API int WF_PX(usleep)(__useconds_t us) /* useconds_t: needs unistd.h */
+{
+	if (!in_ult())
+		return WF_SYS(usleep)(us);
+	struct timespec req = {.tv_sec = (time_t)(us / 1000000u),
+			       .tv_nsec = (long)(us % 1000000u) * 1000};
+	int e = weft_nanosleep(&req, NULL);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+WF_PX_API int WF_PX(nanosleep)(const struct timespec *req, struct timespec *rem)
+{
+	if (!in_ult())
+		return WF_SYS(nanosleep)(req, rem);
+	int e = weft_nanosleep(req, rem);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+WF_PX_API int WF_PX(clock_nanosleep)(clockid_t clock, int flags, const struct timespec *req,
+				     struct timespec *rem)
+{
+	if (!in_ult())
+		return WF_SYS(clock_nanosleep)(clock, flags, req, rem);
+	return weft_clock_nanosleep(clock, flags, req, rem);
+}
+
+/* ---- affinity and signal mask in the attributes (glibc extensions) ------------------- */
+
+/* The worker a CPU set binds to: -1 for a set naming every usable CPU
+ * (unbound), else the worker of its lowest usable CPU; -2 if it names none. */
+static int worker_of_set(size_t size, const cpu_set_t *set)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof allowed, &allowed))
+		return -2;
+	int first = -1, all = 1;
+	for (int c = 0; c < CPU_SETSIZE && (size_t)c < size * 8; c++) {
+		int in = CPU_ISSET_S(c, size, set) != 0;
+		if (in && first < 0 && CPU_ISSET(c, &allowed))
+			first = c;
+		if (CPU_ISSET(c, &allowed) && !in)
+			all = 0;
+	}
+	if (first < 0)
+		return -2;
+	return all ? -1 : worker_of_cpu(first);
+}
+
+WF_PX_API int WF_PX(pthread_attr_setaffinity_np)(pthread_attr_t *a, size_t size,
+						 const cpu_set_t *set)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x)
+		return EINVAL;
+	if (!set || size == 0) {
+		x->worker = -1;
+		return 0;
+	}
+	if (wf_px_ensure())
+		return EAGAIN;
+	int wk = worker_of_set(size, set);
+	if (wk == -2)
+		return EINVAL;
+	x->worker = wk;
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_attr_getaffinity_np)(const pthread_attr_t *a, size_t size,
+						 cpu_set_t *set)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x || !set)
+		return EINVAL;
+	if (x->worker < 0)
+		return sched_getaffinity(0, size, set) ? errno : 0;
+	CPU_ZERO_S(size, set);
+	int c = nth_cpu(x->worker);
+	if (c < 0 || (size_t)c >= size * 8)
+		return EINVAL;
+	CPU_SET_S(c, size, set);
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_attr_setsigmask_np)(pthread_attr_t *a, const __sigset_t *set)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x)
+		return EINVAL;
+	x->has_sigmask = set != NULL;
+	x->sigmask = 0;
+	if (set)
+		for (int s = 1; s <= 64; s++)
+			if (sigismember(set, s) == 1)
+				x->sigmask |= 1ull << (s - 1);
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_attr_getsigmask_np)(const pthread_attr_t *a, __sigset_t *set)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x || !set)
+		return EINVAL;
+	sigemptyset(set);
+	if (!x->has_sigmask)
+		return PTHREAD_ATTR_NO_SIGMASK_NP;
+	for (int s = 1; s <= 64; s++)
+		if (x->sigmask & (1ull << (s - 1)))
+			sigaddset(set, s);
+	return 0;
+}
+
+/* Defaults for threads created without attributes (glibc extension). */
+WF_PX_API int WF_PX(pthread_setattr_default_np)(const pthread_attr_t *a)
+{
+	wf_px_attr_t *x = attr_of(a);
+	if (!x || x->stackaddr || x->detach != PTHREAD_CREATE_JOINABLE)
+		return EINVAL; /* as glibc: no stack address, no detach state */
+	wf_spin_lock(&default_lock);
+	default_attr = *x;
+	wf_spin_unlock(&default_lock);
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_getattr_default_np)(pthread_attr_t *a)
+{
+	if (!a)
+		return EINVAL;
+	WF_PX(pthread_attr_init)(a);
+	wf_spin_lock(&default_lock);
+	if (default_attr.magic)
+		*(wf_px_attr_t *)a = default_attr;
+	wf_spin_unlock(&default_lock);
 	return 0;
 }

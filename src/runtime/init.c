@@ -59,6 +59,8 @@ static int start(const weft_config_t *c, int with_root)
 		memset(root, 0, sizeof *root + reserve);
 		root->stack_kind = WF_STACK_THREAD;
 		root->parker.ult = root;
+		wf_tsd_take_foreign(&root->tsd);               /* values it set before weft ran */
+		wf_sig_take_foreign(root);                     /* and its signal mask */
 		root->bound_worker = c->migrate == 1 ? -1 : 0; /* it runs on worker 0 */
 		root->state = WF_RUNNING;
 		wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);

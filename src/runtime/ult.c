@@ -41,7 +41,7 @@ int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *a
 
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u;
-	if ((e = wf_stack_alloc(w, size, addr, &u)))
+	if ((e = wf_stack_alloc(w, size, addr, attr ? attr->guardsize_ : 0, &u)))
 		return e;
 	u->fn = fn;
 	u->arg = arg;
@@ -49,8 +49,13 @@ int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *a
 	u->last_worker = -1;
 	if (attr) {
 		memcpy(u->name, attr->name_, sizeof u->name);
+		u->px_policy = attr->sched_policy_;
+		u->px_prio = attr->sched_prio_;
+		atomic_store_explicit(&u->sig_mask, attr->sigmask_, memory_order_relaxed);
 		if (attr->detached_)
 			atomic_store_explicit(&u->joiner, WF_JOIN_DETACHED, memory_order_relaxed);
+	} else {
+		atomic_store_explicit(&u->sig_mask, 0, memory_order_relaxed);
 	}
 	wf_ctx_make(&u->ctx, u->ctx.stack_lo, u->ctx.stack_size, u->ctx.uc, ult_entry, u);
 	if ((e = wf_registry_add(w, u))) {

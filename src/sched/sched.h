@@ -179,7 +179,10 @@ WF_HIDDEN void wf_wake_one_idle(void);
 WF_HIDDEN void wf_wake_worker(wf_worker_t *w);
 
 /* Stacks (stack/stack.c). */
-WF_HIDDEN int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, wf_ult_t **out);
+/* guard: at least this many bytes of guard below the stack (0: weft's
+ * default, one page while the guard budget lasts). */
+WF_HIDDEN int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, size_t guard,
+			     wf_ult_t **out);
 WF_HIDDEN void wf_stack_free(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN void wf_stack_cache_drain(wf_worker_t *w);
 WF_HIDDEN void wf_stack_global_drain(void);

@@ -99,8 +99,11 @@ typedef struct wf_ult {
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */
 	int px_policy, px_prio; /* POSIX scheduling parameters: stored and returned only */
-	_Atomic uint64_t
-		cpu_ns; /* CPU time run so far, while wf_rt.cpu_clock is on (posix/cpuclock.c) */
+	/* POSIX signals per ULT (src/sync/signal.c): bit s-1 for signal s. */
+	_Atomic uint64_t sig_mask;    /* blocked; written by the ULT */
+	_Atomic uint64_t sig_pending; /* sent, not yet delivered; set by anyone */
+	/* CPU time run so far, while wf_rt.cpu_clock is on (posix/cpuclock.c). */
+	_Atomic uint64_t cpu_ns;
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
 

@@ -100,12 +100,13 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->px_unwind = NULL;
 	u->px_policy = u->px_prio = 0;
 	atomic_store_explicit(&u->cpu_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
 	return u;
 }
 
-static wf_ult_t *map_guarded(size_t size)
+/* A stack with a guard of g bytes (a whole number of pages) below it. */
+static wf_ult_t *map_guarded(size_t size, size_t g)
 {
-	size_t g = wf_page_size();
 	char *p = mmap(NULL, size + g, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (p == MAP_FAILED)
@@ -159,11 +160,20 @@ static int guard_budget_left(void)
 	       atomic_load_explicit(&guarded_live, memory_order_relaxed) < wf_rt.guarded_max;
 }
 
-int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, wf_ult_t **out)
+int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, size_t guard, wf_ult_t **out)
 {
 	wf_ult_t *u = NULL;
+	size_t pg = wf_page_size();
 	if (user_addr) {
 		u = layout(user_addr, size, 0, WF_STACK_USER);
+		goto done;
+	}
+	if (guard > pg) {
+		/* A larger guard than weft's page (POSIX guardsize): a mapping of
+		 * its own, never cached (its size is not the default's). */
+		u = map_guarded(size, (guard + pg - 1) / pg * pg);
+		if (!u)
+			return errno == ENOMEM ? ENOMEM : EAGAIN;
 		goto done;
 	}
 	if (size == wf_rt.stack_size) {
@@ -200,7 +210,7 @@ int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, wf_ult_t **out)
 		}
 		wf_spin_unlock(&global_lock);
 	}
-	u = guard_budget_left() ? map_guarded(size) : map_bare(size);
+	u = guard_budget_left() ? map_guarded(size, pg) : map_bare(size);
 	if (!u)
 		return errno == ENOMEM ? ENOMEM : EAGAIN;
 done:

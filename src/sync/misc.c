@@ -128,10 +128,10 @@ static int sem_wait(weft_sem_t *s, clockid_t clock, const struct timespec *absti
 	WF_ADD(&s->waiters, 1);
 	while (!sem_take(s)) {
 		rc = wf_wait(&s->value, 0, deadline, WF_WAIT_CANCEL);
-		if (rc == ETIMEDOUT || rc == ECANCELED || rc == ENOMEM) {
+		if (rc == ETIMEDOUT || rc == ECANCELED || rc == ENOMEM || rc == EINTR) {
 			if (rc != ECANCELED && sem_take(s))
 				rc = 0;
-			break;
+			break; /* EINTR: a signal handler ran, as sem_wait(3) */
 		}
 		rc = 0;
 	}

@@ -6,7 +6,8 @@
 #include "sync/wait.h"
 #include "util/sys.h"
 
-/* Sleep until the CLOCK_MONOTONIC deadline (ns). A cancellation point. */
+/* Sleep until the CLOCK_MONOTONIC deadline (ns). A cancellation point;
+ * EINTR if a signal sent to this ULT interrupted it (src/sync/signal.c). */
 static int sleep_until(uint64_t deadline)
 {
 	wf_worker_t *w = wf_worker_self();
@@ -51,12 +52,20 @@ int weft_nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	if (!valid_rel(req))
 		return EINVAL;
-	int rc = weft_sleep_ns((uint64_t)req->tv_sec > UINT64_MAX / 4 / 1000000000u
-				       ? UINT64_MAX / 4
-				       : (uint64_t)req->tv_sec * 1000000000u +
-						 (uint64_t)req->tv_nsec);
-	if (!rc && rem)
-		*rem = (struct timespec){0, 0};
+	uint64_t ns = (uint64_t)req->tv_sec > UINT64_MAX / 4 / 1000000000u
+			      ? UINT64_MAX / 4
+			      : (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec;
+	if (ns == 0)
+		return weft_sleep_ns(0);
+	uint64_t deadline = after(ns);
+	int rc = sleep_until(deadline);
+	if (rem) {
+		/* EINTR (a signal sent to this ULT): the time left; else none. */
+		uint64_t now = wf_now_ns(),
+			 left = rc == EINTR && deadline > now ? deadline - now : 0;
+		rem->tv_sec = (time_t)(left / 1000000000u);
+		rem->tv_nsec = (long)(left % 1000000000u);
+	}
 	return rc;
 }
 

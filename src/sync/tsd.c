@@ -179,6 +179,17 @@ void wf_tsd_exit(struct wf_tsd **slot)
 	*slot = NULL;
 }
 
+void wf_tsd_take_foreign(struct wf_tsd **slot)
+{
+	/* The calling kernel thread becomes the root ULT (weft_init, or a lazy
+	 * start): the values it set as a foreign thread go with it. */
+	if (!foreign_tsd || *slot)
+		return;
+	*slot = foreign_tsd;
+	foreign_tsd = NULL;
+	WF_SYS(pthread_setspecific)(foreign_exit_key, NULL);
+}
+
 void wf_tsd_adopt(struct wf_tsd **slot)
 {
 	/* The root ULT leaves weft (weft_shutdown) and its kernel thread goes

@@ -20,7 +20,8 @@
  *   WOKEN      removed by a waker,
  *   TIMEDOUT   by its timer (timer.c) or by itself (a foreign thread whose
  *              futex wait timed out),
- *   CANCELED   by weft_cancel.
+ *   CANCELED   by weft_cancel,
+ *   INTERRUPTED by a signal sent to the ULT (signal.c): the wait returns EINTR.
  *
  * Exactly one party moves it out of QUEUED, under the bucket lock, and that
  * party - unless it is the waiter itself - owes the waiter exactly one
@@ -48,7 +49,7 @@
 #define WF_BUCKET_BITS 10
 #define WF_BUCKETS     (1u << WF_BUCKET_BITS)
 
-enum { WF_W_QUEUED = 1, WF_W_WOKEN, WF_W_TIMEDOUT, WF_W_CANCELED };
+enum { WF_W_QUEUED = 1, WF_W_WOKEN, WF_W_TIMEDOUT, WF_W_CANCELED, WF_W_INTERRUPTED };
 
 typedef struct wf_waiter {
 	struct wf_waiter *next, *prev; /* bucket list; under the bucket lock */
@@ -148,6 +149,8 @@ static int status_rc(int status)
 		return ETIMEDOUT;
 	case WF_W_CANCELED:
 		return ECANCELED;
+	case WF_W_INTERRUPTED:
+		return EINTR;
 	default:
 		wf_panic("waiter left its wait in status %d", status);
 	}
@@ -226,6 +229,8 @@ int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
 		wf_spin_lock(&self->wait_lock);
 		self->cwait = NULL;
 		wf_spin_unlock(&self->wait_lock);
+		if (unlikely(atomic_load_explicit(&self->sig_pending, memory_order_acquire)))
+			wf_sig_deliver(self); /* signals sent while it waited */
 	}
 	return rc;
 }
@@ -288,6 +293,16 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 	wf_spin_unlock(&first->lock);
 	unpark_chain(chain);
 	return woken;
+}
+
+void wf_wait_interrupt(wf_ult_t *u)
+{
+	wf_spin_lock(&u->wait_lock);
+	wf_waiter_t *me = u->cwait;
+	int ours = me && dequeue(me, WF_W_INTERRUPTED);
+	wf_spin_unlock(&u->wait_lock);
+	if (ours)
+		wf_unpark(&me->parker); /* it waits for this token: me is alive */
 }
 
 void wf_wait_cancel(wf_ult_t *u)

@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <signal.h>
 #include <time.h>
 
 #include "sched/sched.h"
@@ -67,6 +68,15 @@ WF_HIDDEN int wf_wake(const void *addr, int n);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
  * oldest first (cond broadcast without a stampede). Returns how many woke. */
 WF_HIDDEN int wf_requeue(const void *from, int nwake, const void *to, int nmove);
+/* Take ULT u out of a cancellable wait with EINTR, if it is in one (a
+ * signal was sent to it). */
+WF_HIDDEN void wf_wait_interrupt(wf_ult_t *u);
+/* Per-ULT signals (signal.c). */
+WF_HIDDEN int wf_sig_send(wf_ult_t *u, int sig);
+WF_HIDDEN void wf_sig_deliver(wf_ult_t *self);
+WF_HIDDEN int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old);
+/* The kernel thread becoming the root ULT keeps its signal mask. */
+WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one
  * (weft_cancel). */
 WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);
@@ -91,6 +101,8 @@ WF_HIDDEN _Noreturn void wf_px_unwind(wf_ult_t *u);
 WF_HIDDEN void wf_tsd_exit(struct wf_tsd **slot);
 /* Move a table to the calling thread's foreign slot (weft_shutdown). */
 WF_HIDDEN void wf_tsd_adopt(struct wf_tsd **slot);
+/* Move the calling thread's foreign table into *slot (the new root ULT's). */
+WF_HIDDEN void wf_tsd_take_foreign(struct wf_tsd **slot);
 
 /* ---- small atomics on the public objects' plain fields ------------------------ */
 

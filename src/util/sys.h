@@ -14,7 +14,9 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WF_SYS_CALLS(X)                                                                          \
 	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)) \
@@ -34,7 +36,16 @@
 	X(int, pthread_getcpuclockid, (pthread_t, clockid_t *))                                  \
 	X(int, clock_gettime, (clockid_t, struct timespec *))                                    \
 	X(int, clock_getres, (clockid_t, struct timespec *))                                     \
-	X(int, clock_nanosleep, (clockid_t, int, const struct timespec *, struct timespec *))
+	X(int, clock_nanosleep, (clockid_t, int, const struct timespec *, struct timespec *))    \
+	X(int, nanosleep, (const struct timespec *, struct timespec *))                          \
+	X(unsigned, sleep, (unsigned))                                                           \
+	X(int, usleep, (__useconds_t))                                                           \
+	X(int, pthread_kill, (pthread_t, int))                                                   \
+	X(int, pthread_setname_np, (pthread_t, const char *))                                    \
+	X(int, pthread_getname_np, (pthread_t, char *, size_t))                                  \
+	X(int, pthread_getschedparam, (pthread_t, int *, struct sched_param *))                  \
+	X(int, pthread_setschedparam, (pthread_t, int, const struct sched_param *))              \
+	X(int, pthread_sigmask, (int, const sigset_t *, sigset_t *))
 
 #ifdef WEFT_PRELOAD
 #define WF_SYS_FIELD(ret, name, args) ret(*name) args;

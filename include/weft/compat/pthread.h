@@ -26,6 +26,7 @@ extern "C" {
 
 extern int weft_px_clock_getres(clockid_t c, struct timespec *res);
 extern int weft_px_clock_gettime(clockid_t c, struct timespec *ts);
+extern int weft_px_nanosleep(const struct timespec *req, struct timespec *rem);
 extern int weft_px_pthread_attr_destroy(pthread_attr_t *a);
 extern int weft_px_pthread_attr_getdetachstate(const pthread_attr_t *a, int *out);
 extern int weft_px_pthread_attr_getguardsize(const pthread_attr_t *a, size_t *out);
@@ -46,18 +47,8 @@ extern int weft_px_pthread_attr_setscope(pthread_attr_t *a, int v);
 extern int weft_px_pthread_attr_setstack(pthread_attr_t *a, void *addr, size_t n);
 extern int weft_px_pthread_attr_setstackaddr(pthread_attr_t *a, void *addr);
 extern int weft_px_pthread_attr_setstacksize(pthread_attr_t *a, size_t n);
-extern int weft_px_pthread_barrier_destroy(pthread_barrier_t *b);
-extern int weft_px_pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a,
-					unsigned n);
-extern int weft_px_pthread_barrier_wait(pthread_barrier_t *b);
-extern int weft_px_pthread_barrierattr_destroy(pthread_barrierattr_t *a);
-extern int weft_px_pthread_barrierattr_getpshared(const pthread_barrierattr_t *a, int *v);
-extern int weft_px_pthread_barrierattr_init(pthread_barrierattr_t *a);
-extern int weft_px_pthread_barrierattr_setpshared(pthread_barrierattr_t *a, int v);
 extern int weft_px_pthread_cancel(pthread_t t);
 extern int weft_px_pthread_cond_broadcast(pthread_cond_t *c);
-extern int weft_px_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k,
-					  const struct timespec *t);
 extern int weft_px_pthread_cond_destroy(pthread_cond_t *c);
 extern int weft_px_pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a);
 extern int weft_px_pthread_cond_signal(pthread_cond_t *c);
@@ -65,29 +56,22 @@ extern int weft_px_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 					  const struct timespec *t);
 extern int weft_px_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
 extern int weft_px_pthread_condattr_destroy(pthread_condattr_t *a);
-extern int weft_px_pthread_condattr_getclock(const pthread_condattr_t *a, clockid_t *c);
 extern int weft_px_pthread_condattr_getpshared(const pthread_condattr_t *a, int *v);
 extern int weft_px_pthread_condattr_init(pthread_condattr_t *a);
-extern int weft_px_pthread_condattr_setclock(pthread_condattr_t *a, clockid_t c);
 extern int weft_px_pthread_condattr_setpshared(pthread_condattr_t *a, int v);
 extern int weft_px_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
 				  void *arg);
 extern int weft_px_pthread_detach(pthread_t t);
 extern int weft_px_pthread_equal(pthread_t a, pthread_t b);
 extern void weft_px_pthread_exit(void *ret) __attribute__((__noreturn__));
-extern int weft_px_pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set);
-extern int weft_px_pthread_getattr_np(pthread_t t, pthread_attr_t *a);
 extern int weft_px_pthread_getconcurrency(void);
 extern int weft_px_pthread_getcpuclockid(pthread_t t, clockid_t *c);
-extern int weft_px_pthread_getname_np(pthread_t t, char *buf, size_t n);
 extern int weft_px_pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p);
 extern void *weft_px_pthread_getspecific(pthread_key_t k);
 extern int weft_px_pthread_join(pthread_t t, void **ret);
 extern int weft_px_pthread_key_create(pthread_key_t *k, void (*dtor)(void *));
 extern int weft_px_pthread_key_delete(pthread_key_t k);
 extern int weft_px_pthread_kill(pthread_t t, int sig);
-extern int weft_px_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c,
-					   const struct timespec *t);
 extern int weft_px_pthread_mutex_consistent(pthread_mutex_t *m);
 extern int weft_px_pthread_mutex_destroy(pthread_mutex_t *m);
 extern int weft_px_pthread_mutex_getprioceiling(const pthread_mutex_t *m, int *c);
@@ -110,10 +94,26 @@ extern int weft_px_pthread_mutexattr_setpshared(pthread_mutexattr_t *a, int v);
 extern int weft_px_pthread_mutexattr_setrobust(pthread_mutexattr_t *a, int r);
 extern int weft_px_pthread_mutexattr_settype(pthread_mutexattr_t *a, int type);
 extern int weft_px_pthread_once(pthread_once_t *o, void (*fn)(void));
-extern int weft_px_pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c,
-					      const struct timespec *t);
-extern int weft_px_pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c,
-					      const struct timespec *t);
+extern pthread_t weft_px_pthread_self(void);
+extern int weft_px_pthread_setcancelstate(int state, int *old);
+extern int weft_px_pthread_setcanceltype(int type, int *old);
+extern int weft_px_pthread_setconcurrency(int n);
+extern int weft_px_pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p);
+extern int weft_px_pthread_setschedprio(pthread_t t, int prio);
+extern int weft_px_pthread_setspecific(pthread_key_t k, const void *v);
+extern int weft_px_pthread_sigmask(int how, const __sigset_t *set, __sigset_t *old);
+extern void weft_px_pthread_testcancel(void);
+extern unsigned weft_px_sleep(unsigned s);
+extern int weft_px_usleep(__useconds_t us);
+#ifdef __USE_XOPEN2K
+extern int weft_px_pthread_barrier_destroy(pthread_barrier_t *b);
+extern int weft_px_pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a,
+					unsigned n);
+extern int weft_px_pthread_barrier_wait(pthread_barrier_t *b);
+extern int weft_px_pthread_barrierattr_destroy(pthread_barrierattr_t *a);
+extern int weft_px_pthread_barrierattr_getpshared(const pthread_barrierattr_t *a, int *v);
+extern int weft_px_pthread_barrierattr_init(pthread_barrierattr_t *a);
+extern int weft_px_pthread_barrierattr_setpshared(pthread_barrierattr_t *a, int v);
 extern int weft_px_pthread_rwlock_destroy(pthread_rwlock_t *l);
 extern int weft_px_pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a);
 extern int weft_px_pthread_rwlock_rdlock(pthread_rwlock_t *l);
@@ -124,31 +124,50 @@ extern int weft_px_pthread_rwlock_trywrlock(pthread_rwlock_t *l);
 extern int weft_px_pthread_rwlock_unlock(pthread_rwlock_t *l);
 extern int weft_px_pthread_rwlock_wrlock(pthread_rwlock_t *l);
 extern int weft_px_pthread_rwlockattr_destroy(pthread_rwlockattr_t *a);
-extern int weft_px_pthread_rwlockattr_getkind_np(const pthread_rwlockattr_t *a, int *kind);
 extern int weft_px_pthread_rwlockattr_getpshared(const pthread_rwlockattr_t *a, int *v);
 extern int weft_px_pthread_rwlockattr_init(pthread_rwlockattr_t *a);
-extern int weft_px_pthread_rwlockattr_setkind_np(pthread_rwlockattr_t *a, int kind);
 extern int weft_px_pthread_rwlockattr_setpshared(pthread_rwlockattr_t *a, int v);
-extern pthread_t weft_px_pthread_self(void);
-extern int weft_px_pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set);
-extern int weft_px_pthread_setcancelstate(int state, int *old);
-extern int weft_px_pthread_setcanceltype(int type, int *old);
-extern int weft_px_pthread_setconcurrency(int n);
-extern int weft_px_pthread_setname_np(pthread_t t, const char *name);
-extern int weft_px_pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p);
-extern int weft_px_pthread_setschedprio(pthread_t t, int prio);
-extern int weft_px_pthread_setspecific(pthread_key_t k, const void *v);
 extern int weft_px_pthread_spin_destroy(pthread_spinlock_t *l);
 extern int weft_px_pthread_spin_init(pthread_spinlock_t *l, int pshared);
 extern int weft_px_pthread_spin_lock(pthread_spinlock_t *l);
 extern int weft_px_pthread_spin_trylock(pthread_spinlock_t *l);
 extern int weft_px_pthread_spin_unlock(pthread_spinlock_t *l);
-extern void weft_px_pthread_testcancel(void);
+#endif
+#ifdef __USE_GNU
+extern int weft_px_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+				   struct timespec *rem);
+extern int weft_px_pthread_attr_getaffinity_np(const pthread_attr_t *a, size_t size,
+					       cpu_set_t *set);
+extern int weft_px_pthread_attr_getsigmask_np(const pthread_attr_t *a, __sigset_t *set);
+extern int weft_px_pthread_attr_setaffinity_np(pthread_attr_t *a, size_t size,
+					       const cpu_set_t *set);
+extern int weft_px_pthread_attr_setsigmask_np(pthread_attr_t *a, const __sigset_t *set);
+extern int weft_px_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k,
+					  const struct timespec *t);
+extern int weft_px_pthread_condattr_getclock(const pthread_condattr_t *a, clockid_t *c);
+extern int weft_px_pthread_condattr_setclock(pthread_condattr_t *a, clockid_t c);
+extern int weft_px_pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set);
+extern int weft_px_pthread_getattr_default_np(pthread_attr_t *a);
+extern int weft_px_pthread_getattr_np(pthread_t t, pthread_attr_t *a);
+extern int weft_px_pthread_getname_np(pthread_t t, char *buf, size_t n);
+extern int weft_px_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c,
+					   const struct timespec *t);
+extern int weft_px_pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c,
+					      const struct timespec *t);
+extern int weft_px_pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c,
+					      const struct timespec *t);
+extern int weft_px_pthread_rwlockattr_getkind_np(const pthread_rwlockattr_t *a, int *kind);
+extern int weft_px_pthread_rwlockattr_setkind_np(pthread_rwlockattr_t *a, int kind);
+extern int weft_px_pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set);
+extern int weft_px_pthread_setattr_default_np(const pthread_attr_t *a);
+extern int weft_px_pthread_setname_np(pthread_t t, const char *name);
 extern int weft_px_pthread_tryjoin_np(pthread_t t, void **ret);
 extern int weft_px_pthread_yield(void);
+#endif
 
 #define clock_getres                     weft_px_clock_getres
 #define clock_gettime                    weft_px_clock_gettime
+#define nanosleep                        weft_px_nanosleep
 #define pthread_attr_destroy             weft_px_pthread_attr_destroy
 #define pthread_attr_getdetachstate      weft_px_pthread_attr_getdetachstate
 #define pthread_attr_getguardsize        weft_px_pthread_attr_getguardsize
@@ -169,43 +188,29 @@ extern int weft_px_pthread_yield(void);
 #define pthread_attr_setstack            weft_px_pthread_attr_setstack
 #define pthread_attr_setstackaddr        weft_px_pthread_attr_setstackaddr
 #define pthread_attr_setstacksize        weft_px_pthread_attr_setstacksize
-#define pthread_barrier_destroy          weft_px_pthread_barrier_destroy
-#define pthread_barrier_init             weft_px_pthread_barrier_init
-#define pthread_barrier_wait             weft_px_pthread_barrier_wait
-#define pthread_barrierattr_destroy      weft_px_pthread_barrierattr_destroy
-#define pthread_barrierattr_getpshared   weft_px_pthread_barrierattr_getpshared
-#define pthread_barrierattr_init         weft_px_pthread_barrierattr_init
-#define pthread_barrierattr_setpshared   weft_px_pthread_barrierattr_setpshared
 #define pthread_cancel                   weft_px_pthread_cancel
 #define pthread_cond_broadcast           weft_px_pthread_cond_broadcast
-#define pthread_cond_clockwait           weft_px_pthread_cond_clockwait
 #define pthread_cond_destroy             weft_px_pthread_cond_destroy
 #define pthread_cond_init                weft_px_pthread_cond_init
 #define pthread_cond_signal              weft_px_pthread_cond_signal
 #define pthread_cond_timedwait           weft_px_pthread_cond_timedwait
 #define pthread_cond_wait                weft_px_pthread_cond_wait
 #define pthread_condattr_destroy         weft_px_pthread_condattr_destroy
-#define pthread_condattr_getclock        weft_px_pthread_condattr_getclock
 #define pthread_condattr_getpshared      weft_px_pthread_condattr_getpshared
 #define pthread_condattr_init            weft_px_pthread_condattr_init
-#define pthread_condattr_setclock        weft_px_pthread_condattr_setclock
 #define pthread_condattr_setpshared      weft_px_pthread_condattr_setpshared
 #define pthread_create                   weft_px_pthread_create
 #define pthread_detach                   weft_px_pthread_detach
 #define pthread_equal                    weft_px_pthread_equal
 #define pthread_exit                     weft_px_pthread_exit
-#define pthread_getaffinity_np           weft_px_pthread_getaffinity_np
-#define pthread_getattr_np               weft_px_pthread_getattr_np
 #define pthread_getconcurrency           weft_px_pthread_getconcurrency
 #define pthread_getcpuclockid            weft_px_pthread_getcpuclockid
-#define pthread_getname_np               weft_px_pthread_getname_np
 #define pthread_getschedparam            weft_px_pthread_getschedparam
 #define pthread_getspecific              weft_px_pthread_getspecific
 #define pthread_join                     weft_px_pthread_join
 #define pthread_key_create               weft_px_pthread_key_create
 #define pthread_key_delete               weft_px_pthread_key_delete
 #define pthread_kill                     weft_px_pthread_kill
-#define pthread_mutex_clocklock          weft_px_pthread_mutex_clocklock
 #define pthread_mutex_consistent         weft_px_pthread_mutex_consistent
 #define pthread_mutex_destroy            weft_px_pthread_mutex_destroy
 #define pthread_mutex_getprioceiling     weft_px_pthread_mutex_getprioceiling
@@ -228,40 +233,68 @@ extern int weft_px_pthread_yield(void);
 #define pthread_mutexattr_setrobust      weft_px_pthread_mutexattr_setrobust
 #define pthread_mutexattr_settype        weft_px_pthread_mutexattr_settype
 #define pthread_once                     weft_px_pthread_once
-#define pthread_rwlock_clockrdlock       weft_px_pthread_rwlock_clockrdlock
-#define pthread_rwlock_clockwrlock       weft_px_pthread_rwlock_clockwrlock
-#define pthread_rwlock_destroy           weft_px_pthread_rwlock_destroy
-#define pthread_rwlock_init              weft_px_pthread_rwlock_init
-#define pthread_rwlock_rdlock            weft_px_pthread_rwlock_rdlock
-#define pthread_rwlock_timedrdlock       weft_px_pthread_rwlock_timedrdlock
-#define pthread_rwlock_timedwrlock       weft_px_pthread_rwlock_timedwrlock
-#define pthread_rwlock_tryrdlock         weft_px_pthread_rwlock_tryrdlock
-#define pthread_rwlock_trywrlock         weft_px_pthread_rwlock_trywrlock
-#define pthread_rwlock_unlock            weft_px_pthread_rwlock_unlock
-#define pthread_rwlock_wrlock            weft_px_pthread_rwlock_wrlock
-#define pthread_rwlockattr_destroy       weft_px_pthread_rwlockattr_destroy
-#define pthread_rwlockattr_getkind_np    weft_px_pthread_rwlockattr_getkind_np
-#define pthread_rwlockattr_getpshared    weft_px_pthread_rwlockattr_getpshared
-#define pthread_rwlockattr_init          weft_px_pthread_rwlockattr_init
-#define pthread_rwlockattr_setkind_np    weft_px_pthread_rwlockattr_setkind_np
-#define pthread_rwlockattr_setpshared    weft_px_pthread_rwlockattr_setpshared
 #define pthread_self                     weft_px_pthread_self
-#define pthread_setaffinity_np           weft_px_pthread_setaffinity_np
 #define pthread_setcancelstate           weft_px_pthread_setcancelstate
 #define pthread_setcanceltype            weft_px_pthread_setcanceltype
 #define pthread_setconcurrency           weft_px_pthread_setconcurrency
-#define pthread_setname_np               weft_px_pthread_setname_np
 #define pthread_setschedparam            weft_px_pthread_setschedparam
 #define pthread_setschedprio             weft_px_pthread_setschedprio
 #define pthread_setspecific              weft_px_pthread_setspecific
-#define pthread_spin_destroy             weft_px_pthread_spin_destroy
-#define pthread_spin_init                weft_px_pthread_spin_init
-#define pthread_spin_lock                weft_px_pthread_spin_lock
-#define pthread_spin_trylock             weft_px_pthread_spin_trylock
-#define pthread_spin_unlock              weft_px_pthread_spin_unlock
+#define pthread_sigmask                  weft_px_pthread_sigmask
 #define pthread_testcancel               weft_px_pthread_testcancel
-#define pthread_tryjoin_np               weft_px_pthread_tryjoin_np
-#define pthread_yield                    weft_px_pthread_yield
+#define sleep                            weft_px_sleep
+#define usleep                           weft_px_usleep
+#ifdef __USE_XOPEN2K
+#define pthread_barrier_destroy        weft_px_pthread_barrier_destroy
+#define pthread_barrier_init           weft_px_pthread_barrier_init
+#define pthread_barrier_wait           weft_px_pthread_barrier_wait
+#define pthread_barrierattr_destroy    weft_px_pthread_barrierattr_destroy
+#define pthread_barrierattr_getpshared weft_px_pthread_barrierattr_getpshared
+#define pthread_barrierattr_init       weft_px_pthread_barrierattr_init
+#define pthread_barrierattr_setpshared weft_px_pthread_barrierattr_setpshared
+#define pthread_rwlock_destroy         weft_px_pthread_rwlock_destroy
+#define pthread_rwlock_init            weft_px_pthread_rwlock_init
+#define pthread_rwlock_rdlock          weft_px_pthread_rwlock_rdlock
+#define pthread_rwlock_timedrdlock     weft_px_pthread_rwlock_timedrdlock
+#define pthread_rwlock_timedwrlock     weft_px_pthread_rwlock_timedwrlock
+#define pthread_rwlock_tryrdlock       weft_px_pthread_rwlock_tryrdlock
+#define pthread_rwlock_trywrlock       weft_px_pthread_rwlock_trywrlock
+#define pthread_rwlock_unlock          weft_px_pthread_rwlock_unlock
+#define pthread_rwlock_wrlock          weft_px_pthread_rwlock_wrlock
+#define pthread_rwlockattr_destroy     weft_px_pthread_rwlockattr_destroy
+#define pthread_rwlockattr_getpshared  weft_px_pthread_rwlockattr_getpshared
+#define pthread_rwlockattr_init        weft_px_pthread_rwlockattr_init
+#define pthread_rwlockattr_setpshared  weft_px_pthread_rwlockattr_setpshared
+#define pthread_spin_destroy           weft_px_pthread_spin_destroy
+#define pthread_spin_init              weft_px_pthread_spin_init
+#define pthread_spin_lock              weft_px_pthread_spin_lock
+#define pthread_spin_trylock           weft_px_pthread_spin_trylock
+#define pthread_spin_unlock            weft_px_pthread_spin_unlock
+#endif
+#ifdef __USE_GNU
+#define clock_nanosleep               weft_px_clock_nanosleep
+#define pthread_attr_getaffinity_np   weft_px_pthread_attr_getaffinity_np
+#define pthread_attr_getsigmask_np    weft_px_pthread_attr_getsigmask_np
+#define pthread_attr_setaffinity_np   weft_px_pthread_attr_setaffinity_np
+#define pthread_attr_setsigmask_np    weft_px_pthread_attr_setsigmask_np
+#define pthread_cond_clockwait        weft_px_pthread_cond_clockwait
+#define pthread_condattr_getclock     weft_px_pthread_condattr_getclock
+#define pthread_condattr_setclock     weft_px_pthread_condattr_setclock
+#define pthread_getaffinity_np        weft_px_pthread_getaffinity_np
+#define pthread_getattr_default_np    weft_px_pthread_getattr_default_np
+#define pthread_getattr_np            weft_px_pthread_getattr_np
+#define pthread_getname_np            weft_px_pthread_getname_np
+#define pthread_mutex_clocklock       weft_px_pthread_mutex_clocklock
+#define pthread_rwlock_clockrdlock    weft_px_pthread_rwlock_clockrdlock
+#define pthread_rwlock_clockwrlock    weft_px_pthread_rwlock_clockwrlock
+#define pthread_rwlockattr_getkind_np weft_px_pthread_rwlockattr_getkind_np
+#define pthread_rwlockattr_setkind_np weft_px_pthread_rwlockattr_setkind_np
+#define pthread_setaffinity_np        weft_px_pthread_setaffinity_np
+#define pthread_setattr_default_np    weft_px_pthread_setattr_default_np
+#define pthread_setname_np            weft_px_pthread_setname_np
+#define pthread_tryjoin_np            weft_px_pthread_tryjoin_np
+#define pthread_yield                 weft_px_pthread_yield
+#endif
 
 #undef pthread_cleanup_push
 #undef pthread_cleanup_pop

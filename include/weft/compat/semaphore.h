@@ -15,7 +15,6 @@
 extern "C" {
 #endif
 
-extern int weft_px_sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t);
 extern int weft_px_sem_destroy(sem_t *s);
 extern int weft_px_sem_getvalue(sem_t *s, int *v);
 extern int weft_px_sem_init(sem_t *s, int pshared, unsigned v);
@@ -23,8 +22,10 @@ extern int weft_px_sem_post(sem_t *s);
 extern int weft_px_sem_timedwait(sem_t *s, const struct timespec *t);
 extern int weft_px_sem_trywait(sem_t *s);
 extern int weft_px_sem_wait(sem_t *s);
+#ifdef __USE_GNU
+extern int weft_px_sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t);
+#endif
 
-#define sem_clockwait weft_px_sem_clockwait
 #define sem_destroy   weft_px_sem_destroy
 #define sem_getvalue  weft_px_sem_getvalue
 #define sem_init      weft_px_sem_init
@@ -32,6 +33,9 @@ extern int weft_px_sem_wait(sem_t *s);
 #define sem_timedwait weft_px_sem_timedwait
 #define sem_trywait   weft_px_sem_trywait
 #define sem_wait      weft_px_sem_wait
+#ifdef __USE_GNU
+#define sem_clockwait weft_px_sem_clockwait
+#endif
 
 #ifdef __cplusplus
 }

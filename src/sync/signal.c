@@ -1,0 +1,106 @@
+/* POSIX signals aimed at one ULT (pthread_kill, pthread_sigmask).
+ *
+ * A kernel thread's signal mask and pending set belong to the worker, and
+ * many ULTs share a worker, so weft keeps a virtual mask and pending set
+ * per ULT (bits 0-63 for signals 1-64) and delivers a signal sent to a ULT
+ * itself: by raise() on whichever worker runs that ULT, so the handler
+ * runs in the ULT's context, as POSIX wants.
+ *
+ *   send     mark the signal pending; if the ULT does not block it and is in
+ *            an interruptible wait (a cancellation point: sleeps, condition
+ *            and semaphore waits, weft_wait), take it out of the wait, which
+ *            returns EINTR (condition waits report it as a spurious wake-up,
+ *            as POSIX says they do). A send to oneself delivers at once.
+ *   deliver  when the ULT's wait returns, when it unblocks the signal, and
+ *            on pthread_kill to itself: every pending, unblocked signal is
+ *            cleared and raised.
+ *
+ * What this does not do: interrupt a ULT that is running or queued to run
+ * (it gets the signal at its next wait or mask change), block signals the
+ * kernel delivers to the process (those go to whichever worker the kernel
+ * picks, and so to whichever ULT runs there), or make sigwait() per ULT.
+ */
+#include <errno.h>
+#include <signal.h>
+
+#include "sync/wait.h"
+
+static uint64_t bit(int sig)
+{
+	return 1ull << (sig - 1);
+}
+
+/* SIGKILL and SIGSTOP cannot be blocked. */
+#define UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP))
+
+void wf_sig_deliver(wf_ult_t *self)
+{
+	for (;;) {
+		uint64_t mask = atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
+		uint64_t p = atomic_load_explicit(&self->sig_pending, memory_order_acquire) & ~mask;
+		if (!p)
+			return;
+		int sig = __builtin_ctzll(p) + 1;
+		atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel);
+		raise(sig); /* on this worker: the handler runs in this ULT */
+	}
+}
+
+int wf_sig_send(wf_ult_t *u, int sig)
+{
+	if (sig <= 0 || sig > 64)
+		return EINVAL;
+	atomic_fetch_or_explicit(&u->sig_pending, bit(sig), memory_order_acq_rel);
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current == u) {
+		wf_sig_deliver(u);
+		return 0;
+	}
+	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig)))
+		wf_wait_interrupt(u);
+	return 0;
+}
+
+void wf_sig_take_foreign(wf_ult_t *root)
+{
+	sigset_t k;
+	uint64_t m = 0;
+	if (WF_SYS(pthread_sigmask)(SIG_BLOCK, NULL, &k) == 0)
+		for (int s = 1; s <= 64; s++)
+			if (sigismember(&k, s) == 1)
+				m |= bit(s);
+	atomic_store_explicit(&root->sig_mask, m & ~UNBLOCKABLE, memory_order_relaxed);
+}
+
+int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t cur = atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
+	if (old) {
+		sigemptyset(old);
+		for (int s = 1; s <= 64; s++)
+			if (cur & bit(s))
+				sigaddset(old, s);
+	}
+	if (!set)
+		return 0;
+	uint64_t m = 0;
+	for (int s = 1; s <= 64; s++)
+		if (sigismember(set, s) == 1)
+			m |= bit(s);
+	switch (how) {
+	case SIG_BLOCK:
+		cur |= m;
+		break;
+	case SIG_UNBLOCK:
+		cur &= ~m;
+		break;
+	case SIG_SETMASK:
+		cur = m;
+		break;
+	default:
+		return EINVAL;
+	}
+	atomic_store_explicit(&self->sig_mask, cur & ~UNBLOCKABLE, memory_order_release);
+	wf_sig_deliver(self); /* what was pending and is unblocked now */
+	return 0;
+}
