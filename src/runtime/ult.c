@@ -125,29 +125,38 @@ static void join_retire(wf_ult_t *self)
 		wf_cpu_relax();
 }
 
-static int join_publish(wf_ult_t *self, wf_ult_t *u)
+/* weft_cancel of a ULT u that may be blocked joining: take it back out of
+ * its target's joiner word (u -> NONE), which makes u ours to wake. Its
+ * target is u->joining, read while announced as a walker, so the target is
+ * not freed meanwhile (join_retire). The CAS races with the target's exit
+ * (which claims u with a CAS too) and with the JOIN commit's own check
+ * (sched.c): one of them wins. Returns 1 if u was taken out and queued. */
+int wf_join_cancel(wf_ult_t *u)
 {
-	wf_spin_lock(&self->wait_lock);
-	int cancelled =
-		(atomic_load_explicit(&self->cancel, memory_order_acquire) &
-		 (WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) == WF_CANCEL_PENDING;
-	if (!cancelled)
-		self->cjoin = u;
-	wf_spin_unlock(&self->wait_lock);
-	return !cancelled;
+	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
+	wf_ult_t *t = atomic_load_explicit(&u->joining, memory_order_seq_cst);
+	uintptr_t e = (uintptr_t)u;
+	int taken = t && atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
+								 memory_order_seq_cst,
+								 memory_order_seq_cst);
+	atomic_fetch_sub_explicit(&join_walkers, 1, memory_order_release);
+	if (taken) {
+		u->join_seen = WF_JOIN_CANCELED;
+		wf_make_runnable(wf_worker_self(), u);
+	}
+	return taken;
 }
 
-static void join_unpublish(wf_ult_t *self)
+static int cancel_pending(wf_ult_t *self)
 {
-	wf_spin_lock(&self->wait_lock); /* a canceller may still be using cjoin */
-	self->cjoin = NULL;
-	wf_spin_unlock(&self->wait_lock);
+	return (atomic_load_explicit(&self->cancel, memory_order_seq_cst) &
+		(WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) == WF_CANCEL_PENDING;
 }
 
 static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 {
 	if (join_cycle(self, u)) {
-		atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+		join_retire(self);
 		return EDEADLK;
 	}
 	uintptr_t j = atomic_load_explicit(&u->joiner, memory_order_acquire);
@@ -155,17 +164,19 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 	if (j == WF_JOIN_NONE) {
 		/* Block; the next context registers us as u's joiner once we are
 		 * off our stack (sched.c, WF_AFTER_JOIN). */
-		if (!join_publish(self, u)) {
-			atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+		/* A cancel that comes before this check is acted on here; one
+		 * that comes after it finds self->joining (published by
+		 * join_cycle) and takes us out (wf_join_cancel, sched.c). */
+		if (cancel_pending(self)) {
+			join_retire(self);
 			wf_cancel_act();
 		}
 		self->join_target = u;
 		wf_block(w, self, WF_AFTER_JOIN);
-		join_unpublish(self);
 		j = self->join_seen;
 		if (j == WF_JOIN_CANCELED) {
 			/* weft_cancel took us out; u stays joinable, as POSIX says. */
-			atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+			join_retire(self);
 			wf_cancel_act();
 		}
 		if (j == 0)
@@ -177,10 +188,7 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 	}
 	if (!e && j == WF_JOIN_EXITED && !claim(u))
 		e = EINVAL;
-	if (e)
-		atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
-	else
-		join_retire(self); /* u is ours to free: no walker may be on it */
+	join_retire(self); /* before u may be freed: no walker may be on it */
 	return e;
 }
 

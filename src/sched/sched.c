@@ -255,10 +255,23 @@ void wf_after_switch(wf_worker_t *w)
 		p->state = WF_PARKED;
 		p->join_seen = 0;
 		if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,
-							     memory_order_acq_rel,
+							     memory_order_seq_cst,
 							     memory_order_acquire)) {
 			p->join_seen = e;
 			wf_make_runnable(w, p);
+		} else if (unlikely((atomic_load_explicit(&p->cancel, memory_order_seq_cst) &
+				     (WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) ==
+				    WF_CANCEL_PENDING)) {
+			/* Cancelled while switching away: a canceller that read
+			 * the joiner word before our CAS could not take p out;
+			 * we do (racing it and t's exit, all by CAS). */
+			e = (uintptr_t)p;
+			if (atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
+								    memory_order_seq_cst,
+								    memory_order_seq_cst)) {
+				p->join_seen = WF_JOIN_CANCELED;
+				wf_make_runnable(w, p);
+			}
 		}
 		break;
 	}

@@ -94,7 +94,6 @@ typedef struct wf_ult {
 	atomic_int cancel;       /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
 	wf_spinlock_t wait_lock; /* guards cwait */
 	struct wf_waiter *cwait; /* the cancellable wait it is in; under wait_lock */
-	struct wf_ult *cjoin;    /* the ULT it is joining (cancellable); under wait_lock */
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */

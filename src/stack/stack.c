@@ -94,7 +94,6 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->name[0] = '\0';
 	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
 	u->cwait = NULL;
-	u->cjoin = NULL;
 	u->cleanup = NULL;
 	u->tsd = NULL;
 	u->px_unwind = NULL;

@@ -12,8 +12,8 @@
  * destructors before the ULT ends. weft does not unwind the stack: handlers
  * run on top of it, while the frames they refer to are still intact.
  *
- * A ULT blocked in weft_join is taken out of it the same way (it publishes
- * its target in cjoin; see wf_wait_cancel); its target stays joinable.
+ * A ULT blocked in weft_join is taken out of its target's joiner word
+ * (wf_join_cancel, runtime/ult.c); its target stays joinable.
  *
  * Foreign threads cannot be cancelled (weft_cancel takes a weft_t); their
  * cancel state is kept so that set/get round-trip.
@@ -38,7 +38,7 @@ int weft_cancel(weft_t t)
 	wf_ult_t *u = wf_registry_find(t);
 	if (!u)
 		return ESRCH;
-	int old = atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_PENDING, memory_order_acq_rel);
+	int old = atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_PENDING, memory_order_seq_cst);
 	if (!(old & (WF_CANCEL_DISABLED | WF_CANCEL_ACTING)))
 		wf_wait_cancel(u);
 	return 0;

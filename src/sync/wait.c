@@ -36,7 +36,7 @@
  * from outside (its timer, a canceller) re-reads addr after locking and
  * retries if it moved (lock_waiter_bucket).
  *
- * weft_cancel also takes a ULT out of weft_join (wf_wait_cancel).
+ * weft_cancel also takes a ULT out of weft_join (wf_join_cancel, runtime/ult.c).
  *
  * Lock order: a ULT's wait_lock, then a timer heap's lock, then bucket
  * locks, two buckets in address order.
@@ -310,25 +310,11 @@ void wf_wait_cancel(wf_ult_t *u)
 	wf_spin_lock(&u->wait_lock);
 	wf_waiter_t *me = u->cwait;
 	int ours = me && dequeue(me, WF_W_CANCELED);
-	/* Blocked in weft_join: its target's joiner word holds u only once u
-	 * is off its stack and blocked (sched.c, WF_AFTER_JOIN). Taking it back
-	 * (u -> NONE) makes u ours to wake; the exiting target claims it with a
-	 * CAS too (wf_exit_current, finish_exit), so only one of us wins. The
-	 * target is alive: only u frees it, after it has cleared cjoin. */
-	int joiner = 0;
-	if (u->cjoin) {
-		uintptr_t e = (uintptr_t)u;
-		joiner = atomic_compare_exchange_strong_explicit(&u->cjoin->joiner, &e,
-								 WF_JOIN_NONE, memory_order_acq_rel,
-								 memory_order_acquire);
-		if (joiner)
-			u->join_seen = WF_JOIN_CANCELED;
-	}
 	wf_spin_unlock(&u->wait_lock);
 	if (ours)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */
-	if (joiner)
-		wf_make_runnable(wf_worker_self(), u);
+	else
+		wf_join_cancel(u); /* or blocked in weft_join (runtime/ult.c) */
 }
 
 static __thread char foreign_key_anchor;

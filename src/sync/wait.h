@@ -80,6 +80,8 @@ WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one
  * (weft_cancel). */
 WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);
+/* Take ULT u out of a weft_join it is blocked in (runtime/ult.c). */
+WF_HIDDEN int wf_join_cancel(wf_ult_t *u);
 
 /* ---- mutex internals for condition variables (mutex.c) ---------------------- */
 
