@@ -24,4 +24,8 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
  * Prints "elapsed_ns=... pre_rss_kb=... block_ns=..." on stdout. */
 int wb_sync_semwait_child(const wb_opts_t *o);
 
+/* posix.c: one pthread program (weft-px-bench) under glibc and under
+ * LD_PRELOAD=libweft-pthread.so, as ratios. */
+int wb_posix_main(const wb_opts_t *o);
+
 #endif

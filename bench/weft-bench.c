@@ -29,6 +29,9 @@ static const struct subcommand subcommands[] = {
 	 "          synchronization: mutex, condvar and semaphore ping-pongs, 64 threads\n"
 	 "          on one mutex, 10k sleepers, 1M ULTs blocked on a semaphore, and a\n"
 	 "          TSP once per mutex waiting policy (spin, spin-park, park, adaptive)"},
+	{"posix", wb_posix_main,
+	 "one pthread program (weft-px-bench) under glibc and under\n"
+	 "          LD_PRELOAD=libweft-pthread.so: create+join, mutex, condvar ping-pong"},
 	{"_chain", wb_micro_chain_child, NULL},
 	{"_semwait", wb_sync_semwait_child, NULL},
 };
