@@ -39,7 +39,8 @@ enum {
 	MA_INIT = 1u << 31
 };
 
-static uint32_t *mattr(const pthread_mutexattr_t *a)
+/* The word of an initialised mutex or condvar attribute object (bit 31), or NULL. */
+static uint32_t *attr_word(const void *a)
 {
 	uint32_t *w = (uint32_t *)a;
 	return a && (*w & MA_INIT) ? w : NULL;
@@ -56,7 +57,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_init)(pthread_mutexattr_t *a)
 
 WF_PX_API int WF_PX(pthread_mutexattr_destroy)(pthread_mutexattr_t *a)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w)
 		return EINVAL;
 	*w = 0;
@@ -65,7 +66,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_destroy)(pthread_mutexattr_t *a)
 
 WF_PX_API int WF_PX(pthread_mutexattr_settype)(pthread_mutexattr_t *a, int type)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || type < PTHREAD_MUTEX_NORMAL || type > PTHREAD_MUTEX_ERRORCHECK)
 		return EINVAL;
 	*w = (*w & ~(uint32_t)MA_TYPE) | (uint32_t)type;
@@ -74,7 +75,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_settype)(pthread_mutexattr_t *a, int type)
 
 WF_PX_API int WF_PX(pthread_mutexattr_gettype)(const pthread_mutexattr_t *a, int *type)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !type)
 		return EINVAL;
 	*type = (int)(*w & MA_TYPE);
@@ -86,7 +87,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_gettype)(const pthread_mutexattr_t *a, int
  * (docs/posix-coverage.md). */
 WF_PX_API int WF_PX(pthread_mutexattr_setpshared)(pthread_mutexattr_t *a, int v)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
 		return EINVAL;
 	*w = (*w & ~MA_PSHARED) | (v == PTHREAD_PROCESS_SHARED ? MA_PSHARED : 0);
@@ -95,7 +96,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_setpshared)(pthread_mutexattr_t *a, int v)
 
 WF_PX_API int WF_PX(pthread_mutexattr_getpshared)(const pthread_mutexattr_t *a, int *v)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !v)
 		return EINVAL;
 	*v = *w & MA_PSHARED ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
@@ -106,7 +107,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_getpshared)(const pthread_mutexattr_t *a, 
  * scheduler they change nothing (docs/posix-coverage.md). */
 WF_PX_API int WF_PX(pthread_mutexattr_setprotocol)(pthread_mutexattr_t *a, int p)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w ||
 	    (p != PTHREAD_PRIO_NONE && p != PTHREAD_PRIO_INHERIT && p != PTHREAD_PRIO_PROTECT))
 		return EINVAL;
@@ -116,7 +117,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_setprotocol)(pthread_mutexattr_t *a, int p
 
 WF_PX_API int WF_PX(pthread_mutexattr_getprotocol)(const pthread_mutexattr_t *a, int *p)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !p)
 		return EINVAL;
 	*p = (int)((*w >> MA_PROTO_SHIFT) & 3);
@@ -130,7 +131,7 @@ static int valid_ceiling(int c)
 
 WF_PX_API int WF_PX(pthread_mutexattr_setprioceiling)(pthread_mutexattr_t *a, int c)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !valid_ceiling(c))
 		return EINVAL;
 	*w = (*w & ~(0xffu << MA_CEIL_SHIFT)) | ((uint32_t)c << MA_CEIL_SHIFT);
@@ -139,7 +140,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_setprioceiling)(pthread_mutexattr_t *a, in
 
 WF_PX_API int WF_PX(pthread_mutexattr_getprioceiling)(const pthread_mutexattr_t *a, int *c)
 {
-	uint32_t *w = mattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !c)
 		return EINVAL;
 	*c = (int)((*w >> MA_CEIL_SHIFT) & 0xff);
@@ -148,14 +149,14 @@ WF_PX_API int WF_PX(pthread_mutexattr_getprioceiling)(const pthread_mutexattr_t 
 
 WF_PX_API int WF_PX(pthread_mutexattr_setrobust)(pthread_mutexattr_t *a, int r)
 {
-	if (!mattr(a) || (r != PTHREAD_MUTEX_STALLED && r != PTHREAD_MUTEX_ROBUST))
+	if (!attr_word(a) || (r != PTHREAD_MUTEX_STALLED && r != PTHREAD_MUTEX_ROBUST))
 		return EINVAL;
 	return r == PTHREAD_MUTEX_ROBUST ? ENOTSUP : 0;
 }
 
 WF_PX_API int WF_PX(pthread_mutexattr_getrobust)(const pthread_mutexattr_t *a, int *r)
 {
-	if (!mattr(a) || !r)
+	if (!attr_word(a) || !r)
 		return EINVAL;
 	*r = PTHREAD_MUTEX_STALLED;
 	return 0;
@@ -166,18 +167,18 @@ WF_PX_API int WF_PX(pthread_mutexattr_getrobust)(const pthread_mutexattr_t *a, i
 
 WF_PX_API int WF_PX(pthread_mutex_init)(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
-	if (!m || (a && !mattr(a)))
+	if (!m || (a && !attr_word(a)))
 		return EINVAL;
 	memset(m, 0, sizeof *m);
 	weft_mutexattr_t wa;
 	weft_mutexattr_init(&wa);
 	if (a) {
-		uint32_t w = *mattr(a);
+		uint32_t w = *attr_word(a);
 		weft_mutexattr_settype(&wa, (int)(w & MA_TYPE));
 	}
 	int e = weft_mutex_init(M(m), &wa);
 	if (!e && a) {
-		uint32_t w = *mattr(a);
+		uint32_t w = *attr_word(a);
 		M(m)->reserved = (uint16_t)(((w >> MA_PROTO_SHIFT) & 3) << 8 |
 					    ((w >> MA_CEIL_SHIFT) & 0xff));
 	}
@@ -249,12 +250,6 @@ WF_PX_API int WF_PX(pthread_mutex_consistent)(pthread_mutex_t *m)
 
 /* ---- condition variables: condattr bit 0 pshared, bits 1-7 the clock, bit 31 init */
 
-static uint32_t *cattr(const pthread_condattr_t *a)
-{
-	uint32_t *w = (uint32_t *)a;
-	return a && (*w & MA_INIT) ? w : NULL;
-}
-
 WF_PX_API int WF_PX(pthread_condattr_init)(pthread_condattr_t *a)
 {
 	if (!a)
@@ -266,7 +261,7 @@ WF_PX_API int WF_PX(pthread_condattr_init)(pthread_condattr_t *a)
 
 WF_PX_API int WF_PX(pthread_condattr_destroy)(pthread_condattr_t *a)
 {
-	uint32_t *w = cattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w)
 		return EINVAL;
 	*w = 0;
@@ -275,7 +270,7 @@ WF_PX_API int WF_PX(pthread_condattr_destroy)(pthread_condattr_t *a)
 
 WF_PX_API int WF_PX(pthread_condattr_setclock)(pthread_condattr_t *a, clockid_t c)
 {
-	uint32_t *w = cattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || (c != CLOCK_REALTIME && c != CLOCK_MONOTONIC))
 		return EINVAL;
 	*w = (*w & ~(0x7fu << 1)) | ((uint32_t)c << 1);
@@ -284,7 +279,7 @@ WF_PX_API int WF_PX(pthread_condattr_setclock)(pthread_condattr_t *a, clockid_t 
 
 WF_PX_API int WF_PX(pthread_condattr_getclock)(const pthread_condattr_t *a, clockid_t *c)
 {
-	uint32_t *w = cattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !c)
 		return EINVAL;
 	*c = (clockid_t)((*w >> 1) & 0x7f);
@@ -293,7 +288,7 @@ WF_PX_API int WF_PX(pthread_condattr_getclock)(const pthread_condattr_t *a, cloc
 
 WF_PX_API int WF_PX(pthread_condattr_setpshared)(pthread_condattr_t *a, int v)
 {
-	uint32_t *w = cattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || (v != PTHREAD_PROCESS_PRIVATE && v != PTHREAD_PROCESS_SHARED))
 		return EINVAL;
 	*w = (*w & ~1u) | (v == PTHREAD_PROCESS_SHARED);
@@ -302,7 +297,7 @@ WF_PX_API int WF_PX(pthread_condattr_setpshared)(pthread_condattr_t *a, int v)
 
 WF_PX_API int WF_PX(pthread_condattr_getpshared)(const pthread_condattr_t *a, int *v)
 {
-	uint32_t *w = cattr(a);
+	uint32_t *w = attr_word(a);
 	if (!w || !v)
 		return EINVAL;
 	*v = *w & 1u ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
@@ -311,13 +306,13 @@ WF_PX_API int WF_PX(pthread_condattr_getpshared)(const pthread_condattr_t *a, in
 
 WF_PX_API int WF_PX(pthread_cond_init)(pthread_cond_t *c, const pthread_condattr_t *a)
 {
-	if (!c || (a && !cattr(a)))
+	if (!c || (a && !attr_word(a)))
 		return EINVAL;
 	memset(c, 0, sizeof *c);
 	weft_condattr_t wa;
 	weft_condattr_init(&wa);
 	if (a)
-		weft_condattr_setclock(&wa, (clockid_t)((*cattr(a) >> 1) & 0x7f));
+		weft_condattr_setclock(&wa, (clockid_t)((*attr_word(a) >> 1) & 0x7f));
 	return weft_cond_init(C(c), &wa);
 }
 

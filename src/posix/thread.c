@@ -549,18 +549,13 @@ static int nth_cpu(int n)
 	return -1;
 }
 
-WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_set_t *set)
+/* The worker a CPU set binds to: -1 for a set naming every usable CPU
+ * (unbound), else the worker of its lowest usable CPU; -2 if it names none. */
+static int worker_of_set(size_t size, const cpu_set_t *set)
 {
-	if (!set)
-		return EINVAL;
-	if (!wf_px_is_ult(t))
-		return WF_SYS(pthread_setaffinity_np)(t, size, set);
-	wf_ult_t *u = ult_of(t);
-	if (!u)
-		return ESRCH;
 	cpu_set_t allowed;
 	if (sched_getaffinity(0, sizeof allowed, &allowed))
-		return errno;
+		return -2;
 	int first = -1, all = 1;
 	for (int c = 0; c < CPU_SETSIZE && (size_t)c < size * 8; c++) {
 		int in = CPU_ISSET_S(c, size, set) != 0;
@@ -570,8 +565,23 @@ WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_
 			all = 0;
 	}
 	if (first < 0)
+		return -2;
+	return all ? -1 : worker_of_cpu(first);
+}
+
+WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_set_t *set)
+{
+	if (!set)
+		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_setaffinity_np)(t, size, set);
+	wf_ult_t *u = ult_of(t);
+	if (!u)
+		return ESRCH;
+	int wk = worker_of_set(size, set);
+	if (wk == -2)
 		return EINVAL; /* no usable CPU in the set */
-	u->bound_worker = all ? -1 : worker_of_cpu(first);
+	u->bound_worker = wk;
 	if (wf_px_to_weft(t) == weft_self())
 		weft_yield(); /* move now */
 	return 0;
@@ -671,26 +681,6 @@ WF_PX_API int WF_PX(clock_nanosleep)(clockid_t clock, int flags, const struct ti
 
 /* ---- affinity and signal mask in the attributes (glibc extensions) ------------------- */
 
-/* The worker a CPU set binds to: -1 for a set naming every usable CPU
- * (unbound), else the worker of its lowest usable CPU; -2 if it names none. */
-static int worker_of_set(size_t size, const cpu_set_t *set)
-{
-	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof allowed, &allowed))
-		return -2;
-	int first = -1, all = 1;
-	for (int c = 0; c < CPU_SETSIZE && (size_t)c < size * 8; c++) {
-		int in = CPU_ISSET_S(c, size, set) != 0;
-		if (in && first < 0 && CPU_ISSET(c, &allowed))
-			first = c;
-		if (CPU_ISSET(c, &allowed) && !in)
-			all = 0;
-	}
-	if (first < 0)
-		return -2;
-	return all ? -1 : worker_of_cpu(first);
-}
-
 WF_PX_API int WF_PX(pthread_attr_setaffinity_np)(pthread_attr_t *a, size_t size,
 						 const cpu_set_t *set)
 {
@@ -732,11 +722,7 @@ WF_PX_API int WF_PX(pthread_attr_setsigmask_np)(pthread_attr_t *a, const __sigse
 	if (!x)
 		return EINVAL;
 	x->has_sigmask = set != NULL;
-	x->sigmask = 0;
-	if (set)
-		for (int s = 1; s <= 64; s++)
-			if (sigismember(set, s) == 1)
-				x->sigmask |= 1ull << (s - 1);
+	x->sigmask = set ? wf_sig_bits(set) : 0;
 	return 0;
 }
 
@@ -745,13 +731,8 @@ WF_PX_API int WF_PX(pthread_attr_getsigmask_np)(const pthread_attr_t *a, __sigse
 	wf_px_attr_t *x = attr_of(a);
 	if (!x || !set)
 		return EINVAL;
-	sigemptyset(set);
-	if (!x->has_sigmask)
-		return PTHREAD_ATTR_NO_SIGMASK_NP;
-	for (int s = 1; s <= 64; s++)
-		if (x->sigmask & (1ull << (s - 1)))
-			sigaddset(set, s);
-	return 0;
+	wf_sig_fill(x->has_sigmask ? x->sigmask : 0, set);
+	return x->has_sigmask ? 0 : PTHREAD_ATTR_NO_SIGMASK_NP;
 }
 
 /* Defaults for threads created without attributes (glibc extension). */

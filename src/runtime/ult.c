@@ -147,12 +147,6 @@ int wf_join_cancel(wf_ult_t *u)
 	return taken;
 }
 
-static int cancel_pending(wf_ult_t *self)
-{
-	return (atomic_load_explicit(&self->cancel, memory_order_seq_cst) &
-		(WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) == WF_CANCEL_PENDING;
-}
-
 static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 {
 	if (join_cycle(self, u)) {
@@ -167,7 +161,7 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 		/* A cancel that comes before this check is acted on here; one
 		 * that comes after it finds self->joining (published by
 		 * join_cycle) and takes us out (wf_join_cancel, sched.c). */
-		if (cancel_pending(self)) {
+		if (wf_cancel_due(self)) {
 			join_retire(self);
 			wf_cancel_act();
 		}

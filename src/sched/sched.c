@@ -259,9 +259,7 @@ void wf_after_switch(wf_worker_t *w)
 							     memory_order_acquire)) {
 			p->join_seen = e;
 			wf_make_runnable(w, p);
-		} else if (unlikely((atomic_load_explicit(&p->cancel, memory_order_seq_cst) &
-				     (WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) ==
-				    WF_CANCEL_PENDING)) {
+		} else if (unlikely(wf_cancel_due(p))) {
 			/* Cancelled while switching away: a canceller that read
 			 * the joiner word before our CAS could not take p out;
 			 * we do (racing it and t's exit, all by CAS). */

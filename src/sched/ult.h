@@ -120,6 +120,16 @@ enum wf_canary { WF_CANARY_NONE = 0, WF_CANARY_ZERO, WF_CANARY_MAGIC_WORD };
 #define WF_CANARY_WORDS 4
 #define WF_CANARY_MAGIC 0x5745465443414e59ull /* "WEFTCANY" */
 
+/* Must u act on a cancellation now? Pending, enabled, not already acting
+ * (ACTING sets DISABLED too). Sequentially consistent: each caller pairs
+ * it with a store the canceller must see, or the canceller with one it
+ * must see (src/sync/cancel.c). */
+static inline int wf_cancel_due(wf_ult_t *u)
+{
+	return (atomic_load_explicit(&u->cancel, memory_order_seq_cst) &
+		(WF_CANCEL_PENDING | WF_CANCEL_DISABLED)) == WF_CANCEL_PENDING;
+}
+
 static inline uint64_t wf_canary_value(const wf_ult_t *u)
 {
 	return WF_CANARY_MAGIC ^ (uint64_t)(uintptr_t)u;

@@ -83,9 +83,7 @@ int weft_setcanceltype(int type, int *oldtype)
 void wf_testcancel(void)
 {
 	wf_ult_t *u = self_ult();
-	if (u && unlikely((atomic_load_explicit(&u->cancel, memory_order_acquire) &
-			   (WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ACTING)) ==
-			  WF_CANCEL_PENDING))
+	if (u && unlikely(wf_cancel_due(u)))
 		wf_cancel_act();
 }
 

@@ -61,32 +61,38 @@ int wf_sig_send(wf_ult_t *u, int sig)
 	return 0;
 }
 
+uint64_t wf_sig_bits(const sigset_t *set)
+{
+	uint64_t m = 0;
+	for (int s = 1; s <= 64; s++)
+		if (sigismember(set, s) == 1)
+			m |= bit(s);
+	return m;
+}
+
+void wf_sig_fill(uint64_t m, sigset_t *set)
+{
+	sigemptyset(set);
+	for (int s = 1; s <= 64; s++)
+		if (m & bit(s))
+			sigaddset(set, s);
+}
+
 void wf_sig_take_foreign(wf_ult_t *root)
 {
 	sigset_t k;
-	uint64_t m = 0;
-	if (WF_SYS(pthread_sigmask)(SIG_BLOCK, NULL, &k) == 0)
-		for (int s = 1; s <= 64; s++)
-			if (sigismember(&k, s) == 1)
-				m |= bit(s);
+	uint64_t m = WF_SYS(pthread_sigmask)(SIG_BLOCK, NULL, &k) == 0 ? wf_sig_bits(&k) : 0;
 	atomic_store_explicit(&root->sig_mask, m & ~UNBLOCKABLE, memory_order_relaxed);
 }
 
 int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
 {
 	uint64_t cur = atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
-	if (old) {
-		sigemptyset(old);
-		for (int s = 1; s <= 64; s++)
-			if (cur & bit(s))
-				sigaddset(old, s);
-	}
+	if (old)
+		wf_sig_fill(cur, old);
 	if (!set)
 		return 0;
-	uint64_t m = 0;
-	for (int s = 1; s <= 64; s++)
-		if (sigismember(set, s) == 1)
-			m |= bit(s);
+	uint64_t m = wf_sig_bits(set);
 	switch (how) {
 	case SIG_BLOCK:
 		cur |= m;

@@ -198,8 +198,7 @@ int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
 	int cancellable = (flags & WF_WAIT_CANCEL) && self;
 	if (cancellable) {
 		wf_spin_lock(&self->wait_lock);
-		if ((atomic_load_explicit(&self->cancel, memory_order_acquire) &
-		     (WF_CANCEL_PENDING | WF_CANCEL_DISABLED)) == WF_CANCEL_PENDING) {
+		if (wf_cancel_due(self)) {
 			wf_spin_unlock(&self->wait_lock);
 			return ECANCELED;
 		}

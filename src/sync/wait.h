@@ -75,6 +75,9 @@ WF_HIDDEN void wf_wait_interrupt(wf_ult_t *u);
 WF_HIDDEN int wf_sig_send(wf_ult_t *u, int sig);
 WF_HIDDEN void wf_sig_deliver(wf_ult_t *self);
 WF_HIDDEN int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old);
+/* A sigset_t as weft's 64-bit mask (bit s-1 for signal s), and back. */
+WF_HIDDEN uint64_t wf_sig_bits(const sigset_t *set);
+WF_HIDDEN void wf_sig_fill(uint64_t mask, sigset_t *set);
 /* The kernel thread becoming the root ULT keeps its signal mask. */
 WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one
