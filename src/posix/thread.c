@@ -739,10 +739,12 @@ WF_PX_API int WF_PX(pthread_attr_getsigmask_np)(const pthread_attr_t *a, __sigse
 WF_PX_API int WF_PX(pthread_setattr_default_np)(const pthread_attr_t *a)
 {
 	wf_px_attr_t *x = attr_of(a);
-	if (!x || x->stackaddr || x->detach != PTHREAD_CREATE_JOINABLE)
-		return EINVAL; /* as glibc: no stack address, no detach state */
+	if (!x || x->stackaddr)
+		return EINVAL; /* as glibc: no stack address */
 	wf_spin_lock(&default_lock);
 	default_attr = *x;
+	/* As glibc: a thread made without attributes stays joinable. */
+	default_attr.detach = PTHREAD_CREATE_JOINABLE;
 	wf_spin_unlock(&default_lock);
 	return 0;
 }
