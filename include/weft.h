@@ -179,6 +179,14 @@ WEFT_API int weft_num_workers(void);
  * works from a foreign thread. */
 WEFT_API int weft_park(void);
 WEFT_API int weft_unpark(weft_t t);
+/* weft_unpark(t) then weft_park(), as one call: when t is a parked ULT it
+ * runs next on the caller's worker, in the caller's place, without a trip
+ * through the run queues (a directed hand-off, for code that passes control
+ * from thread to thread, like a simulation kernel). Once in a while t is
+ * queued behind the other ready ULTs instead, so a pair handing off to each
+ * other cannot starve them. EPERM from a foreign thread; ESRCH if t is
+ * unknown (nothing is parked then). */
+WEFT_API int weft_park_handoff(weft_t t);
 
 /* The name of t (copied into buf of size n; ERANGE if too small). */
 WEFT_API int weft_getname(weft_t t, char *buf, size_t n);

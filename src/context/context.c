@@ -4,6 +4,9 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#if defined(__aarch64__)
+#include <asm/sigcontext.h>
+#endif
 #include <stdint.h>
 #include <string.h>
 
@@ -98,6 +101,12 @@ static void make_ucontext(wf_ctx_t *c, void *reserved, wf_ctx_entry_fn entry, vo
 	uc->uc_mcontext.fpregs = &uc->__fpregs_mem;
 	uc->__fpregs_mem.cwd = 0x037F;
 	uc->__fpregs_mem.mxcsr = 0x1F80;
+#elif defined(__aarch64__)
+	/* The template's FP record (getcontext fills it) holds the FPCR of
+	 * whoever made the first context: start from the default instead. */
+	struct fpsimd_context *fp = (struct fpsimd_context *)(void *)uc->uc_mcontext.__reserved;
+	if (fp->head.magic == FPSIMD_MAGIC)
+		fp->fpcr = 0;
 #endif
 	uc->uc_link = NULL;
 	uc->uc_stack.ss_sp = c->stack_lo;
@@ -120,25 +129,30 @@ size_t wf_ctx_reserve(void)
 	return 0;
 }
 
-void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved, wf_ctx_entry_fn entry,
-		 void *arg)
+void wf_ctx_make_kind(wf_ctx_t *c, int kind, void *lo, size_t size, void *reserved,
+		      wf_ctx_entry_fn entry, void *arg)
 {
-	WF_ASSERT(reserved || wf_ctx_backend != WF_CTX_UCONTEXT);
+	WF_ASSERT(reserved || kind != WF_CTX_UCONTEXT);
 	c->stack_lo = lo;
 	c->stack_size = size;
 	c->transfer = NULL;
 #if WF_ASAN
 	c->asan_fake = NULL;
 #endif
-	if (wf_ctx_backend == WF_CTX_UCONTEXT)
+	if (kind == WF_CTX_UCONTEXT)
 		make_ucontext(c, reserved, entry, arg);
 	else
 		make_asm(c, entry, arg);
 }
 
+void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved, wf_ctx_entry_fn entry,
+		 void *arg)
+{
+	wf_ctx_make_kind(c, wf_ctx_backend, lo, size, reserved, entry, arg);
+}
+
 void wf_ctx_init_current(wf_ctx_t *c, void *reserved)
 {
-	WF_ASSERT(reserved || wf_ctx_backend != WF_CTX_UCONTEXT);
 	memset(c, 0, sizeof *c);
 	c->uc = reserved;
 	if (reserved) {
@@ -160,35 +174,45 @@ void wf_ctx_init_current(wf_ctx_t *c, void *reserved)
 	}
 }
 
-static inline void *do_switch(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+static inline void *do_switch(int kind, wf_ctx_t *from, wf_ctx_t *to, void *transfer)
 {
-	if (wf_ctx_backend == WF_CTX_ASM)
+	if (kind == WF_CTX_ASM)
 		return wf_ctx_jump(&from->sp, to->sp, transfer);
 	to->transfer = transfer;
 	WF_UC_SWAP(from->uc, to->uc);
 	return from->transfer;
 }
 
-void *wf_ctx_switch(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+void *wf_ctx_switch_kind(int kind, wf_ctx_t *from, wf_ctx_t *to, void *transfer)
 {
 #if WF_ASAN
 	__sanitizer_start_switch_fiber(&from->asan_fake, to->stack_lo, to->stack_size);
-	void *r = do_switch(from, to, transfer);
+	void *r = do_switch(kind, from, to, transfer);
 	__sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
 	return r;
 #else
-	return do_switch(from, to, transfer);
+	return do_switch(kind, from, to, transfer);
 #endif
 }
 
-void wf_ctx_switch_final(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+void *wf_ctx_switch(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+{
+	return wf_ctx_switch_kind(wf_ctx_backend, from, to, transfer);
+}
+
+void wf_ctx_switch_final_kind(int kind, wf_ctx_t *from, wf_ctx_t *to, void *transfer)
 {
 #if WF_ASAN
 	/* NULL: the fake stack of the dying context is released. */
 	__sanitizer_start_switch_fiber(NULL, to->stack_lo, to->stack_size);
 #endif
-	do_switch(from, to, transfer);
+	do_switch(kind, from, to, transfer);
 	wf_panic("a finished context was resumed");
+}
+
+void wf_ctx_switch_final(wf_ctx_t *from, wf_ctx_t *to, void *transfer)
+{
+	wf_ctx_switch_final_kind(wf_ctx_backend, from, to, transfer);
 }
 
 void wf_ctx_entered(void)

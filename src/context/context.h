@@ -53,6 +53,14 @@ WF_HIDDEN size_t wf_ctx_reserve(void);
 WF_HIDDEN void wf_ctx_make(wf_ctx_t *c, void *lo, size_t size, void *reserved,
 			   wf_ctx_entry_fn entry, void *arg);
 
+/* The same with the backend named (WF_CTX_ASM or WF_CTX_UCONTEXT) instead of
+ * the process's: the public weft_context_* calls (public.c) use these. */
+WF_HIDDEN void wf_ctx_make_kind(wf_ctx_t *c, int kind, void *lo, size_t size, void *reserved,
+				wf_ctx_entry_fn entry, void *arg);
+WF_HIDDEN void *wf_ctx_switch_kind(int kind, wf_ctx_t *from, wf_ctx_t *to, void *transfer);
+WF_HIDDEN _Noreturn void wf_ctx_switch_final_kind(int kind, wf_ctx_t *from, wf_ctx_t *to,
+						  void *transfer);
+
 /* Describe the stack of a context that already runs (a kernel thread's own
  * stack) so sanitizers can follow switches back to it. */
 WF_HIDDEN void wf_ctx_init_current(wf_ctx_t *c, void *reserved);

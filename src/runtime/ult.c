@@ -309,6 +309,18 @@ int weft_unpark(weft_t t)
 	return 0;
 }
 
+int weft_park_handoff(weft_t t)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || !w->current)
+		return EPERM;
+	wf_ult_t *u = wf_registry_find(t);
+	if (!u)
+		return ESRCH;
+	wf_park_handoff(&w->current->parker, &u->parker);
+	return 0;
+}
+
 int weft_getname(weft_t t, char *buf, size_t n)
 {
 	if (!buf)

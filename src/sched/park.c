@@ -162,3 +162,28 @@ void wf_unpark(wf_parker_t *p)
 	atomic_exchange_explicit(&p->state, WF_PARK_EMPTY, memory_order_acq_rel);
 	resume(p, u);
 }
+
+/* Park the calling ULT (on its parker `mine`) and unpark p's owner - the
+ * same as wf_unpark(p) then wf_park(mine) - but when p's owner is a parked
+ * ULT, run it on this worker in the caller's place (wf_park_to): the
+ * directed hand-off of a simulation kernel passing control from one thread
+ * to the next. A token already waiting on `mine`, a foreign owner, or an
+ * owner not parked yet take the plain two-step path. Called only by the ULT
+ * that owns `mine`. */
+void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p)
+{
+	wf_ult_t *u = p->ult; /* read before the RMW, as in wf_unpark */
+	int old = WF_PARK_PARKED;
+	if (!u || atomic_load_explicit(&mine->state, memory_order_relaxed) == WF_PARK_NOTIFIED ||
+	    !atomic_compare_exchange_strong_explicit(&p->state, &old, WF_PARK_EMPTY,
+						     memory_order_acq_rel, memory_order_acquire)) {
+		wf_unpark(p);
+		wf_park(mine);
+		return;
+	}
+	/* We own u now, exactly as wf_unpark's winner would. */
+	wf_worker_t *w = wf_worker_self();
+	atomic_store_explicit(&w->n_parks, atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	wf_park_to(w, mine->ult, mine, u);
+}

@@ -317,6 +317,45 @@ wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
 	return w;
 }
 
+/* Park self (on its parker `mine`) and run next in its place: a directed
+ * hand-off without the run-queue round trip. The caller owns next (it won
+ * next's parker PARKED -> EMPTY, so next is off its stack and in no queue).
+ *
+ * Once in 16 decisions self blocks through the queues instead, so that two
+ * ULTs handing a worker back and forth cannot starve anything: the
+ * pick_next that follows is the one that polls the timers, the inbox and
+ * the global queue. If other ULTs wait in this worker's own queues, next
+ * goes behind them as a yielding ULT would (to the global FIFO); if none
+ * do, next goes to the bottom of the deque and pick_next takes it straight
+ * back - an idle worker is not woken to steal it, which would only move the
+ * pair to another core. A next bound to another worker is queued there.
+ * Returns (on whichever worker resumes self) that worker. Called only by
+ * self, running on w. */
+wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ult_t *next)
+{
+	w->prev_parker = mine;
+	if (unlikely((w->tick & 15) == 15) ||
+	    (next->bound_worker >= 0 && next->bound_worker != w->id)) {
+		if (next->bound_worker >= 0 || w->local.head || wf_rt.sched != WEFT_SCHED_STEAL ||
+		    atomic_load_explicit(&w->bottom, memory_order_relaxed) >
+			    atomic_load_explicit(&w->top, memory_order_relaxed)) {
+			requeue_yielded(w, next);
+		} else {
+			next->state = WF_RUNNABLE;
+			wf_runq_put(w, next);
+		}
+		return wf_block(w, self, WF_AFTER_PARK);
+	}
+	++w->tick;
+	wf_check_canary(self);
+	next->state = WF_RUNNABLE;
+	w->prev = self;
+	w->prev_action = WF_AFTER_PARK;
+	w = switch_to(w, &self->ctx, next);
+	wf_after_switch(w);
+	return w;
+}
+
 /* Yield: only if someone else is ready. Called only by self, running on w. */
 wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
 {

@@ -148,6 +148,8 @@ WF_HIDDEN void wf_worker_set_self(wf_worker_t *w);
 WF_HIDDEN void wf_after_switch(wf_worker_t *w);
 WF_HIDDEN wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action);
 WF_HIDDEN wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self);
+WF_HIDDEN wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine,
+				  wf_ult_t *next);
 WF_HIDDEN _Noreturn void wf_exit_current(wf_worker_t *w, wf_ult_t *self);
 WF_HIDDEN void wf_make_runnable(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN long wf_live(void);
@@ -166,6 +168,7 @@ WF_HIDDEN wf_ult_t *wf_inbox_get(wf_worker_t *w);
 /* Park/unpark (park.c). */
 WF_HIDDEN void wf_park(wf_parker_t *p);
 WF_HIDDEN void wf_unpark(wf_parker_t *p);
+WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);
 WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns);
 WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 
