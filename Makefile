@@ -1,6 +1,6 @@
 # Thin wrapper over CMake. The README's two commands:
 #   make test    build and run the whole test suite (plus an ASan+UBSan build)
-#   make bench   build in Release and run the main benchmark
+#   make bench   build in Release and run the benchmarks (micro, then the sim table)
 # Others: make build, make install PREFIX=..., make format, make format-check.
 
 PREFIX ?= /usr/local
@@ -35,6 +35,7 @@ test-aarch64:
 
 bench: release
 	./build-release/bench/weft-bench micro
+	./build-release/bench/weft-bench sim
 
 install: release
 	$(CMAKE) --install build-release --prefix $(PREFIX)

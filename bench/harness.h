@@ -29,6 +29,7 @@ typedef struct wb_opts {
 	int chain_trials;
 	int workers;              /* weft workers; 0: weft's default */
 	int pin;                  /* weft pinning; -1: weft's default */
+	double size;              /* sim: model size factor; 0: default */
 	const char *child_system; /* hidden child subcommands */
 	long child_n;
 } wb_opts_t;

@@ -28,4 +28,8 @@ int wb_sync_semwait_child(const wb_opts_t *o);
  * LD_PRELOAD=libweft-pthread.so, as ratios. */
 int wb_posix_main(const wb_opts_t *o);
 
+/* sim.c: the simulation table (bench/sim/models.h), each row one run of
+ * weft-sim-run or weft-sim-systemc in a process of its own. */
+int wb_sim_main(const wb_opts_t *o);
+
 #endif

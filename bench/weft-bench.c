@@ -32,6 +32,10 @@ static const struct subcommand subcommands[] = {
 	{"posix", wb_posix_main,
 	 "one pthread program (weft-px-bench) under glibc and under\n"
 	 "          LD_PRELOAD=libweft-pthread.so: create+join, mutex, condvar ping-pong"},
+	{"sim", wb_sim_main,
+	 "the seeds' simulation table: Producer-Consumer, Fibo20, TFMUL (weft-sim\n"
+	 "          on posix, lite, context, quick, hybrid and SystemC) and master/worker,\n"
+	 "          join chain (pthreads vs weft); each row a process of its own"},
 	{"_chain", wb_micro_chain_child, NULL},
 	{"_semwait", wb_sync_semwait_child, NULL},
 };
@@ -64,6 +68,8 @@ static void usage(FILE *f, const char *argv0)
 		"  --workers N       weft workers (default or 0: weft's, WEFT_WORKERS or all\n"
 		"                    CPUs)\n"
 		"  --pin 0|1         pin weft's workers (default or -1: weft's, WEFT_PIN)\n"
+		"  --size X          sim: scale every model's size by X (default 1; --quick\n"
+		"                    0.05)\n"
 		"  -h, --help        this text\n"
 		"\nBenchmarks report; they never fail because something was slow. The exit\n"
 		"status is 0 even when a row could not be measured (it says why).\n");
@@ -83,6 +89,7 @@ enum {
 	OPT_PIN,
 	OPT_SYSTEM,
 	OPT_N,
+	OPT_SIZE,
 };
 
 static long parse_long(const char *s, const char *opt, long lo, long hi)
@@ -113,6 +120,7 @@ int main(int argc, char **argv)
 		{"pin", required_argument, NULL, OPT_PIN},
 		{"system", required_argument, NULL, OPT_SYSTEM}, /* hidden, _chain, _semwait */
 		{"n", required_argument, NULL, OPT_N},           /* hidden, _chain, _semwait */
+		{"size", required_argument, NULL, OPT_SIZE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -182,6 +190,16 @@ int main(int argc, char **argv)
 		case OPT_N:
 			o.child_n = parse_long(optarg, "--n", 0, 1000000000);
 			break;
+		case OPT_SIZE: {
+			char *end;
+			o.size = strtod(optarg, &end);
+			if (*end || !(o.size > 0 && o.size <= 1000)) {
+				fprintf(stderr,
+					"weft-bench: --size: expected a number in (0, 1000]\n");
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;

@@ -16,6 +16,8 @@ PKGS=(build-essential cmake ninja-build pkg-config libcmocka-dev clang-format
 PKGS+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libcmocka-dev:arm64)
 # Peers measured by weft-bench.
 PKGS+=(libboost-context-dev libboost-fiber-dev)
+# The SystemC 2.3.4 peer of weft-bench sim (bench/sim/systemc_models.cc).
+PKGS+=(libsystemc-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

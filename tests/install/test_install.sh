@@ -13,7 +13,9 @@ prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in include/weft.h include/weft/version.h include/weft/sync.h \
 	include/weft/compat/pthread.h lib/libweft.a lib/pkgconfig/weft.pc \
-	lib/pkgconfig/weft-pthread.pc lib/cmake/weft/weftConfig.cmake bin/weft-bench; do
+	lib/pkgconfig/weft-pthread.pc lib/cmake/weft/weftConfig.cmake bin/weft-bench \
+	include/weft/sim.h include/weft/context.h lib/pkgconfig/weft-sim.pc lib/libweftsim.a \
+	bin/weft-sim-run; do
 	[ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 ls "$prefix"/lib/libweft.so* >/dev/null || { echo "FAIL: libweft.so not installed"; exit 1; }
@@ -65,6 +67,20 @@ cc "$tmp/px.c" -o "$tmp/px_plain" -pthread
 [ "$(LD_PRELOAD=$prefix/lib/libweft-pthread.so "$tmp/px_plain")" = ult ] ||
 	{ echo "FAIL: LD_PRELOAD=libweft-pthread.so"; exit 1; }
 echo "ok: LD_PRELOAD=libweft-pthread.so"
+
+# weft-sim: the README's example through pkg-config weft-sim, on two backends.
+ls "$prefix"/lib/libweftsim.so* >/dev/null || { echo "FAIL: libweftsim.so not installed"; exit 1; }
+cc "$src/examples/sim_hello.c" -o "$tmp/sim_hello" $(pkg-config --cflags --libs weft-sim)
+for b in quick hybrid; do
+	out=$(WEFT_SIM_BACKEND=$b LD_LIBRARY_PATH=$prefix/lib "$tmp/sim_hello" | tr '\n' ' ')
+	[ "$out" = "t=10 got 0 t=20 got 1 t=30 got 2 " ] ||
+		{ echo "FAIL: sim_hello on $b printed: $out"; exit 1; }
+done
+echo "ok: pkg-config weft-sim"
+leaks=$(nm -D --defined-only "$prefix"/lib/libweftsim.so | awk '{print $3}' | grep -v '^wsim_' || true)
+if [ -n "$leaks" ]; then
+	echo "FAIL: non-wsim_ symbols exported from libweftsim: $leaks"; exit 1
+fi
 
 # Nothing internal is exported from the shared library.
 leaks=$(nm -D --defined-only "$prefix"/lib/libweft.so | awk '{print $3}' | grep -v '^weft_' || true)
