@@ -183,7 +183,8 @@ void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p)
 	}
 	/* We own u now, exactly as wf_unpark's winner would. */
 	wf_worker_t *w = wf_worker_self();
-	atomic_store_explicit(&w->n_parks, atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
+	atomic_store_explicit(&w->n_parks,
+			      atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	wf_park_to(w, mine->ult, mine, u);
 }
