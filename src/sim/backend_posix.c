@@ -62,7 +62,7 @@ static int create(wsim_thread_t *t)
 	pthread_attr_destroy(&a);
 	if (r) {
 		sem_destroy(&b->go);
-		return r == EAGAIN ? EAGAIN : r;
+		return r;
 	}
 	b->joinable = 1;
 	return 0;

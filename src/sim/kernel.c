@@ -124,7 +124,11 @@ int wsim_config_init(wsim_config_t *cfg)
 
 /* ---- the current thread and the lock ------------------------------------ */
 
-void wsim_set_current(wsim_thread_t *t)
+/* Record t as the calling thread, when t starts. Afterwards only a
+ * sequential simulation must update it (hand_off), because there one
+ * record, K.cur, stands for whichever thread runs; a pthread's TLS and a
+ * ULT's thread-specific value stay its own across switches and migrations. */
+static void set_current(wsim_thread_t *t)
 {
 	switch (K.cur_mode) {
 	case WSIM_CUR_GLOBAL:
@@ -134,8 +138,7 @@ void wsim_set_current(wsim_thread_t *t)
 		tls_cur = t;
 		break;
 	default:
-		/* Once per ULT is enough; later resumptions find it there. */
-		if (weft_getspecific(K.ult_key) != t && weft_setspecific(K.ult_key, t))
+		if (weft_setspecific(K.ult_key, t))
 			wsim_panic("weft_setspecific failed for a hybrid simulation thread");
 	}
 }
@@ -352,25 +355,33 @@ static int dispatch(wsim_thread_t *self, wsim_thread_t **go, int *self_runs, int
 	}
 }
 
+/* After dispatch, lock released: tell run() if this ended the simulation,
+ * then Go every chosen thread but the last, which the caller hands its CPU
+ * to (returned; NULL if none). With keep_last 0 all of them are Gone. */
+static wsim_thread_t *launch(wsim_thread_t **go, int n, int keep_last, int ended_now)
+{
+	if (ended_now)
+		K.bk->end();
+	wsim_thread_t *next = keep_last && n > 0 ? go[--n] : NULL;
+	for (int i = 0; i < n; i++)
+		K.bk->go(go[i]);
+	return next;
+}
+
 /* After dispatch, lock released: Go the chosen threads and, unless self is
  * running again, stop self - handing off to the last chosen thread. Returns
  * when self runs again. */
 static void hand_off(wsim_thread_t *self, wsim_thread_t **go, int n, int self_runs, int ended_now)
 {
-	if (ended_now)
-		K.bk->end();
-	wsim_thread_t *next = NULL;
-	if (!self_runs && n > 0)
-		next = go[--n];
-	for (int i = 0; i < n; i++)
-		K.bk->go(go[i]);
+	wsim_thread_t *next = launch(go, n, !self_runs, ended_now);
 	if (self_runs)
 		return;
 	if (next)
 		K.bk->switch_to(self, next);
 	else
 		K.bk->wait(self);
-	wsim_set_current(self);
+	if (K.cur_mode == WSIM_CUR_GLOBAL)
+		K.cur = self;
 	if (wsim_unlikely(K.aborting))
 		K.bk->abort_self(self);
 }
@@ -433,7 +444,7 @@ static void thread_release(wsim_thread_t *t)
 
 void wsim_thread_body(wsim_thread_t *t)
 {
-	wsim_set_current(t);
+	set_current(t);
 	if (wsim_unlikely(K.aborting || t->discard))
 		K.bk->abort_self(t);
 	t->fn(t->arg);
@@ -456,12 +467,7 @@ void wsim_thread_body(wsim_thread_t *t)
 		n = dispatch(t, go, &self_runs, &ended_now);
 	}
 	wsim_kunlock();
-	if (ended_now)
-		K.bk->end();
-	wsim_thread_t *next = n > 0 ? go[--n] : NULL;
-	for (int i = 0; i < n; i++)
-		K.bk->go(go[i]);
-	K.bk->finish(t, next);
+	K.bk->finish(t, launch(go, n, 1, ended_now));
 }
 
 /* ---- the public calls ------------------------------------------------------ */

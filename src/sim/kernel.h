@@ -147,10 +147,6 @@ WSIM_HIDDEN extern wsim_kernel_t wsim_k;
  * function, after finish(). */
 WSIM_HIDDEN void wsim_thread_body(wsim_thread_t *t);
 
-/* The calling thread's record after a resumption: every backend's resume
- * point goes through the kernel, which calls this. */
-WSIM_HIDDEN void wsim_set_current(wsim_thread_t *t);
-
 WSIM_HIDDEN _Noreturn void wsim_panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 WSIM_HIDDEN wsim_thread_t *wsim_self_slow(void);
