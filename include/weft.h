@@ -84,6 +84,10 @@ typedef struct weft_config {
 	                            that first runs it (its thread-locals and errno
 	                            stay its own); 0: WEFT_MIGRATE (0 there means
 	                            stay), else move */
+	const char *trace;       /* scheduler event trace: the path of the files to
+	                            write (path.json for Perfetto, path.csv; see
+	                            docs/observability.md); NULL: WEFT_TRACE, else
+	                            none; "": none */
 } weft_config_t;
 
 /* Fill *cfg with the values weft_init(NULL) would use (environment applied). */
@@ -92,7 +96,9 @@ WEFT_API int weft_config_init(weft_config_t *cfg);
 /* Start the runtime. The calling kernel thread becomes worker 0 and the
  * caller itself becomes a ULT running on it (it may later migrate). Returns
  * EBUSY if already running, EINVAL for a bad config or environment value,
- * EAGAIN/ENOMEM if workers or stacks cannot be made. */
+ * EAGAIN/ENOMEM if workers or stacks cannot be made, open(2)'s error if a
+ * trace was asked for and its file cannot be made (ENOTSUP if the library
+ * was built without tracing). */
 WEFT_API int weft_init(const weft_config_t *cfg);
 
 /* Stop the runtime and free its resources. Must be called by the ULT that
@@ -190,6 +196,35 @@ WEFT_API int weft_park_handoff(weft_t t);
 
 /* The name of t (copied into buf of size n; ERANGE if too small). */
 WEFT_API int weft_getname(weft_t t, char *buf, size_t n);
+
+/* ---- accounting: readable while the program runs ------------------------ */
+
+/* CPU time t has run, in ns, including the run in progress. Counting starts
+ * with the first call to weft_cputime, pthread_getcpuclockid or
+ * clock_gettime(CLOCK_THREAD_CPUTIME_ID) in a ULT - or at start-up with
+ * WEFT_CPU_CLOCK=1 - and from then on costs a read of the worker's CPU clock
+ * at every switch; time run before that is not seen. EINVAL if ns is NULL,
+ * ESRCH if t is unknown (or the runtime is not running). */
+WEFT_API int weft_cputime(weft_t t, uint64_t *ns);
+
+/* Per-worker counters since the runtime started. Each is written only by
+ * its worker and read without stopping it, so a snapshot of a running
+ * worker is not atomic as a whole. */
+typedef struct weft_worker_stats {
+	uint64_t switches; /* context switches it made (to a ULT or to its loop) */
+	uint64_t steals;   /* ULTs it took from other workers' queues */
+	uint64_t parks;    /* ULTs that parked while running on it */
+	uint64_t sleeps;   /* times it went to sleep for lack of work */
+	uint64_t idle_ns;  /* time in its scheduler loop with nothing to run
+	                      (looking for work, spinning, asleep) */
+	uint64_t sleep_ns; /* of idle_ns, the time asleep */
+	uint64_t created;  /* ULTs created by ULTs running on it */
+	uint64_t exited;   /* ULTs that exited on it */
+} weft_worker_stats_t;
+
+/* Fill *out for worker `worker` (0 .. weft_num_workers()-1). EINVAL for a
+ * bad worker or NULL out, ESRCH if the runtime is not running. */
+WEFT_API int weft_worker_stats(int worker, weft_worker_stats_t *out);
 
 #ifdef __cplusplus
 }

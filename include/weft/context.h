@@ -19,8 +19,10 @@
  * move a weft_context_t (the ucontext kind points into itself). fn must not return: a context ends by switching
  * away for good (weft_context_exit). The runtime need not be initialised.
  *
- * Sanitizers: the switches carry AddressSanitizer's fiber annotations, and
- * a made context's stack is registered with Valgrind until
+ * Sanitizers: the switches carry AddressSanitizer's and ThreadSanitizer's
+ * fiber annotations (under TSan a made context is a fiber of its own until
+ * weft_context_destroy, and a switch orders what came before it with what
+ * follows it), and a made context's stack is registered with Valgrind until
  * weft_context_destroy.
  */
 #ifndef WEFT_CONTEXT_H

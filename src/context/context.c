@@ -13,6 +13,9 @@
 #if WF_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
+#if WF_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 
 int wf_ctx_backend = WF_CTX_ASM;
 
@@ -139,6 +142,14 @@ void wf_ctx_make_kind(wf_ctx_t *c, int kind, void *lo, size_t size, void *reserv
 #if WF_ASAN
 	c->asan_fake = NULL;
 #endif
+#if WF_TSAN
+	/* A fiber of its own, never one a previous user of the stack had
+	 * (wf_ctx_forget destroyed that): TSan would take the dead context's
+	 * accesses for the new one's. Creating it orders the creator's past
+	 * before everything the context will do. c may hold garbage: whatever
+	 * fiber it had was forgotten by its owner, not here. */
+	c->tsan_own = c->tsan_fiber = __tsan_create_fiber(0);
+#endif
 	if (kind == WF_CTX_UCONTEXT)
 		make_ucontext(c, reserved, entry, arg);
 	else
@@ -172,6 +183,47 @@ void wf_ctx_init_current(wf_ctx_t *c, void *reserved)
 		}
 		WF_SYS(pthread_attr_destroy)(&a);
 	}
+#if WF_TSAN
+	c->tsan_fiber = __tsan_get_current_fiber(); /* the thread's (or a ULT's) */
+#endif
+}
+
+void wf_ctx_forget(wf_ctx_t *c)
+{
+#if WF_TSAN
+	if (c->tsan_own)
+		__tsan_destroy_fiber(c->tsan_own);
+	c->tsan_own = c->tsan_fiber = NULL;
+#else
+	(void)c;
+#endif
+}
+
+void wf_ctx_set_name(wf_ctx_t *c, const char *name)
+{
+#if WF_TSAN
+	if (c->tsan_own)
+		__tsan_set_fiber_name(c->tsan_own, name);
+#else
+	(void)c;
+	(void)name;
+#endif
+}
+
+/* TSan: hand the kernel thread to to's fiber, right before the jump (from
+ * here on the code counts as to's). The running fiber is saved first: a
+ * ULT that switched into a bare context of its own (weft/context.h) and
+ * blocks there must come back as that context's fiber, not its own. */
+static inline void tsan_switch(wf_ctx_t *from, wf_ctx_t *to)
+{
+#if WF_TSAN
+	if (from)
+		from->tsan_fiber = __tsan_get_current_fiber();
+	__tsan_switch_to_fiber(to->tsan_fiber, 0);
+#else
+	(void)from;
+	(void)to;
+#endif
 }
 
 static inline void *do_switch(int kind, wf_ctx_t *from, wf_ctx_t *to, void *transfer)
@@ -185,6 +237,7 @@ static inline void *do_switch(int kind, wf_ctx_t *from, wf_ctx_t *to, void *tran
 
 void *wf_ctx_switch_kind(int kind, wf_ctx_t *from, wf_ctx_t *to, void *transfer)
 {
+	tsan_switch(from, to);
 #if WF_ASAN
 	__sanitizer_start_switch_fiber(&from->asan_fake, to->stack_lo, to->stack_size);
 	void *r = do_switch(kind, from, to, transfer);
@@ -206,6 +259,7 @@ void wf_ctx_switch_final_kind(int kind, wf_ctx_t *from, wf_ctx_t *to, void *tran
 	/* NULL: the fake stack of the dying context is released. */
 	__sanitizer_start_switch_fiber(NULL, to->stack_lo, to->stack_size);
 #endif
+	tsan_switch(NULL, to); /* wf_ctx_forget destroys from's fiber later */
 	do_switch(kind, from, to, transfer);
 	wf_panic("a finished context was resumed");
 }

@@ -15,6 +15,14 @@
  *
  * Sanitizers: under AddressSanitizer every switch is bracketed by
  * __sanitizer_start/finish_switch_fiber so ASan knows which stack is live.
+ * Under ThreadSanitizer every context is a TSan fiber: a made context gets
+ * a fiber of its own (__tsan_create_fiber, destroyed by wf_ctx_forget), a
+ * context described by wf_ctx_init_current is the kernel thread's, and each
+ * switch saves the running fiber into `from` and calls
+ * __tsan_switch_to_fiber(to's, 0) just before the jump. Flags 0 makes the
+ * switch a happens-before edge from the code before it to the code after it,
+ * as it is on one kernel thread: the scheduler hands w->prev, the worker's
+ * queues and caches from one context to the next through the switch.
  */
 #ifndef WF_CONTEXT_H
 #define WF_CONTEXT_H
@@ -34,6 +42,10 @@ typedef struct wf_ctx {
 	size_t stack_size; /* usable bytes above stack_lo */
 #if WF_ASAN
 	void *asan_fake; /* ASan fake-stack handle while suspended */
+#endif
+#if WF_TSAN
+	void *tsan_fiber; /* TSan fiber to resume: the one running when it was saved */
+	void *tsan_own;   /* the fiber wf_ctx_make created (wf_ctx_forget destroys it) */
 #endif
 	/* ucontext: entry and argument of a new context */
 	wf_ctx_entry_fn entry;
@@ -75,5 +87,14 @@ WF_HIDDEN _Noreturn void wf_ctx_switch_final(wf_ctx_t *from, wf_ctx_t *to, void 
 /* Must be the first call in an entry function, before touching the stack
  * much: completes the sanitizer bookkeeping of the switch that started it. */
 WF_HIDDEN void wf_ctx_entered(void);
+
+/* c will never run again and its stack is about to be freed or reused:
+ * drop what sanitizers keep for it (TSan: destroy the fiber wf_ctx_make
+ * created, so that a reused stack starts with a fresh one). Not on the
+ * running context. A no-op for contexts of wf_ctx_init_current. */
+WF_HIDDEN void wf_ctx_forget(wf_ctx_t *c);
+
+/* Name c in sanitizer reports (TSan names the fiber; the name is copied). */
+WF_HIDDEN void wf_ctx_set_name(wf_ctx_t *c, const char *name);
 
 #endif

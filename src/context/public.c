@@ -129,6 +129,8 @@ int weft_context_destroy(weft_context_t *c)
 	if (c->valgrind_id_)
 		VALGRIND_STACK_DEREGISTER(c->valgrind_id_);
 	c->valgrind_id_ = 0;
+	if (c->kind_)
+		wf_ctx_forget(&priv(c)->ctx); /* a made context's TSan fiber */
 	c->kind_ = 0;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "posix/posix.h"
+#include "trace/trace.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
 #include "sync/wait.h"
@@ -325,6 +326,8 @@ WF_PX_API int WF_PX(pthread_setname_np)(pthread_t t, const char *name)
 	size_t n = strlen(name);
 	memcpy(u->name, name, n);
 	u->name[n] = '\0';
+	if (WF_TRACING())
+		wf_trace_name(wf_worker_self(), u);
 	return 0;
 }
 

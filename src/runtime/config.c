@@ -173,6 +173,15 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 	if (c.guarded_stacks_max < 0)
 		c.guarded_stacks_max = -1;
 
+	/* Read by start() (init.c); only checked here. */
+	if ((v = env("WEFT_CPU_CLOCK")) && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+		return EINVAL;
+
+	if (!c.trace)
+		c.trace = env("WEFT_TRACE");
+	if (c.trace && !*c.trace)
+		c.trace = NULL;
+
 	*out = c;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include "runtime/runtime.h"
 #include "util/sys.h"
 #include "sync/wait.h"
+#include "trace/trace.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int atexit_done;
@@ -22,6 +23,9 @@ static void at_exit(void)
 	int allowed = wf_rt.root ? (w && w->current == wf_rt.root) : w == NULL;
 	if (allowed && wf_live() == 0)
 		weft_shutdown();
+	/* Still running (ULTs alive, or exit() called elsewhere): the trace is
+	 * written anyway, with whatever the workers recorded so far. */
+	wf_trace_stop(0);
 }
 
 static int is_main_thread(void)
@@ -75,12 +79,33 @@ static int start(const weft_config_t *c, int with_root)
 
 	if ((e = wf_stack_signals_init()) != 0)
 		goto fail;
+	if (c->trace) {
+#if WEFT_TRACING
+		e = wf_trace_start(c->trace, c->workers);
+#else
+		e = ENOTSUP;
+#endif
+		if (e) {
+			static int told; /* once: a lazy start is retried at every call */
+			if (!told++)
+				fprintf(stderr, "weft: cannot trace to %s: %s\n", c->trace,
+					strerror(e));
+			wf_stack_signals_fini();
+			goto fail;
+		}
+		if (root)
+			wf_trace_running(0, root); /* it was not created by weft_create */
+	}
 	atomic_store(&wf_rt.state, WF_RT_STARTING);
 	if ((e = wf_workers_start()) != 0) {
+		wf_trace_stop(1);
 		wf_stack_signals_fini();
 		goto fail;
 	}
 	atomic_store_explicit(&wf_rt.state, WF_RT_RUNNING, memory_order_release);
+	const char *cpu_clock = getenv("WEFT_CPU_CLOCK"); /* checked by wf_config_resolve */
+	if (cpu_clock && strcmp(cpu_clock, "1") == 0)
+		wf_cpu_clock_start(); /* per-ULT CPU time from the start */
 	if (!atexit_done)
 		atexit_done = atexit(at_exit) == 0;
 	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
@@ -171,6 +196,7 @@ int weft_shutdown(void)
 	for (int i = 0; i < wf_rt.nworkers; i++)
 		wf_registry_drain_worker(wf_rt.workers[i]);
 	wf_workers_stop();
+	wf_trace_stop(1);
 	wf_registry_sweep(free_leftover);
 	wf_stack_global_drain();
 	wf_stack_signals_fini();
@@ -180,6 +206,7 @@ int weft_shutdown(void)
 		free(root);
 	}
 	wf_rt.root = NULL;
+	atomic_store(&wf_rt.cpu_clock, 0); /* the next runtime starts without it */
 	atomic_store_explicit(&wf_rt.state, WF_RT_OFF, memory_order_release);
 	WF_SYS(pthread_mutex_unlock)(&init_lock);
 	return 0;

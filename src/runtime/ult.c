@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
+#include "trace/trace.h"
 #include "util/sys.h"
 #include "sync/wait.h"
 
@@ -18,6 +19,17 @@ static void ult_entry(void *transfer, void *arg)
 	if (unlikely(u->tsd != NULL))
 		wf_ult_exiting(u, 0); /* returning does not run cleanup handlers */
 	wf_exit_current(wf_worker_self(), u);
+}
+
+/* ThreadSanitizer reports name a ULT's fiber by its weft name, or its id. */
+static void name_fiber(wf_ult_t *u)
+{
+	char buf[sizeof u->name + 8];
+	if (u->name[0])
+		snprintf(buf, sizeof buf, "%.*s", (int)sizeof u->name, u->name);
+	else
+		snprintf(buf, sizeof buf, "ULT %llu", (unsigned long long)u->id);
+	wf_ctx_set_name(&u->ctx, buf);
 }
 
 void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
@@ -63,10 +75,14 @@ int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *a
 		return e;
 	}
 	*t = u->id; /* before it can run: a detached ULT may be gone at once */
+	if (WF_TSAN)
+		name_fiber(u);
 	if (w)
 		__atomic_store_n(&w->created, w->created + 1, __ATOMIC_RELEASE);
 	else
 		atomic_fetch_add_explicit(&wf_rt.foreign_created, 1, memory_order_acq_rel);
+	if (WF_TRACING())
+		wf_trace_create(w, u);
 	wf_make_runnable(w, u);
 	return 0;
 }
@@ -166,7 +182,10 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 			wf_cancel_act();
 		}
 		self->join_target = u;
+		self->block_reason = WF_BLOCK_JOIN;
+		self->block_obj = u;
 		wf_block(w, self, WF_AFTER_JOIN);
+		self->block_reason = WF_BLOCK_NONE;
 		j = self->join_seen;
 		if (j == WF_JOIN_CANCELED) {
 			/* weft_cancel took us out; u stays joinable, as POSIX says. */
@@ -294,7 +313,11 @@ int weft_park(void)
 	wf_worker_t *w = wf_worker_self();
 	if (!w || !w->current)
 		return EPERM;
-	wf_park(&w->current->parker);
+	wf_ult_t *self = w->current;
+	self->block_reason = WF_BLOCK_PARK;
+	self->block_obj = NULL;
+	wf_park(&self->parker);
+	self->block_reason = WF_BLOCK_NONE;
 	return 0;
 }
 
@@ -317,7 +340,11 @@ int weft_park_handoff(weft_t t)
 	wf_ult_t *u = wf_registry_find(t);
 	if (!u)
 		return ESRCH;
-	wf_park_handoff(&w->current->parker, &u->parker);
+	wf_ult_t *self = w->current;
+	self->block_reason = WF_BLOCK_HANDOFF;
+	self->block_obj = u;
+	wf_park_handoff(&self->parker, &u->parker);
+	self->block_reason = WF_BLOCK_NONE;
 	return 0;
 }
 

@@ -46,6 +46,7 @@
  * wake after it may hit a dead address, which the kernel tolerates).
  */
 #include "sched/sched.h"
+#include "trace/trace.h"
 
 static __thread wf_parker_t foreign_parker; /* .ult = NULL: foreign */
 
@@ -125,9 +126,12 @@ int wf_park_until(wf_parker_t *p, uint64_t deadline_ns)
 /* Make the parked thread runnable: the wake is ours. */
 static void resume(wf_parker_t *p, wf_ult_t *u)
 {
-	if (u)
-		wf_make_runnable(wf_worker_self(), u);
-	else
+	if (u) {
+		wf_worker_t *w = wf_worker_self();
+		if (WF_TRACING())
+			wf_trace_unpark(w, u);
+		wf_make_runnable(w, u);
+	} else
 		wf_futex_wake(&p->state, 1);
 }
 
@@ -186,5 +190,7 @@ void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p)
 	atomic_store_explicit(&w->n_parks,
 			      atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
+	if (WF_TRACING())
+		wf_trace_unpark(w, u);
 	wf_park_to(w, mine->ult, mine, u);
 }

@@ -71,6 +71,7 @@
 #include "sched/sched.h"
 #include "util/sys.h"
 #include "sync/wait.h"
+#include "trace/trace.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -176,8 +177,11 @@ static wf_ult_t *steal_any(wf_worker_t *w, int patient)
 		if (v == w)
 			continue;
 		wf_ult_t *u = wf_runq_steal(w, v, patient);
-		if (u)
+		if (u) {
+			if (WF_TRACING())
+				wf_trace_emit(w, WF_EV_STEAL, 0, v->id, u->id, 0);
 			return u;
+		}
 	}
 	return NULL;
 }
@@ -196,11 +200,15 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 		       &u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
 		       memory_order_acq_rel, memory_order_acquire))
 		;
-	if (u != wf_rt.root) /* the root was not made by weft_create */
-		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
-	if (old == WF_JOIN_DETACHED) {
+	int counted = u != wf_rt.root; /* the root was not made by weft_create */
+	/* A detached ULT is freed before its exit is counted: once wf_live()
+	 * reads 0, weft_shutdown drains this worker's registry slot cache from
+	 * another kernel thread, and must not meet this free half done. */
+	if (old == WF_JOIN_DETACHED)
 		wf_ult_free(w, u);
-	} else if (old & 1) {
+	if (counted)
+		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
+	if (old & 1) {
 		/* A foreign thread joins: its parker (thread-local, alive while
 		 * it waits) is tagged with bit 0. */
 		wf_parker_t *p = (wf_parker_t *)(old & ~(uintptr_t)1);
@@ -210,6 +218,8 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 		/* A ULT joiner committed its block (see JOIN below) and our CAS
 		 * took it: nobody else touches it, and it does not run until we
 		 * queue it. */
+		if (WF_TRACING())
+			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, ((wf_ult_t *)old)->id, u->id);
 		wf_make_runnable(w, (wf_ult_t *)old);
 	}
 	if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&
@@ -286,13 +296,17 @@ static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *n
 	wf_ctx_t *to;
 	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
 		wf_cpu_account(w, w->current);
-	w->current = next;
+	if (WF_TRACING())
+		wf_trace_switch(w, w->current, next, w->prev_action);
+	/* current and last_worker are read by other kernel threads too (a
+	 * ULT's CPU time, cpuclock.c): relaxed atomic stores. */
+	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
 	if (next) {
 		/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
 		if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
 			next->bound_worker = w->id;
 		next->state = WF_RUNNING;
-		next->last_worker = w->id;
+		__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
 		to = &next->ctx;
 	} else {
 		to = &w->loop_ctx;
@@ -391,10 +405,18 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 	w->prev_action = WF_AFTER_EXIT;
 	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
 		wf_cpu_account(w, self);
-	w->current = next;
+	atomic_store_explicit(&w->n_switches,
+			      atomic_load_explicit(&w->n_switches, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	if (WF_TRACING()) {
+		if (next && next == (wf_ult_t *)j)
+			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
+		wf_trace_switch(w, self, next, WF_AFTER_EXIT);
+	}
+	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED); /* as in switch_to */
 	if (next) {
 		next->state = WF_RUNNING;
-		next->last_worker = w->id;
+		__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
 	}
 	wf_ctx_switch_final(&self->ctx, next ? &next->ctx : &w->loop_ctx, w);
 }
@@ -528,6 +550,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		if (!u &&
 		    atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_STOPPING) {
 			atomic_fetch_add_explicit(&w->n_sleeps, 1, memory_order_relaxed);
+			if (WF_TRACING())
+				wf_trace_emit(w, WF_EV_SLEEP, 0, 0, 0, 0);
 			uint64_t slept = wf_now_ns(), now = slept;
 			/* Only this worker arms timers on its heap, so the earliest
 			 * deadline cannot move while it sleeps; busy workers' timers
@@ -547,8 +571,15 @@ static wf_ult_t *find_work(wf_worker_t *w)
 				wf_futex_wait(&w->sleep_state, WF_SLEEPING, relp);
 				now = wf_now_ns();
 			}
+			atomic_store_explicit(
+				&w->sleep_ns,
+				atomic_load_explicit(&w->sleep_ns, memory_order_relaxed) +
+					(now - slept),
+				memory_order_relaxed);
 			if (now < until)
 				tune_spin(w, now - slept); /* a timer is not a hand-off */
+			if (WF_TRACING())
+				wf_trace_emit(w, WF_EV_WAKE, 0, 0, 0, 0);
 		}
 		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
@@ -565,7 +596,12 @@ static wf_ult_t *find_work(wf_worker_t *w)
 void wf_loop_run(wf_worker_t *w)
 {
 	for (;;) {
+		uint64_t t0 = wf_now_ns();
 		wf_ult_t *u = find_work(w);
+		atomic_store_explicit(&w->idle_ns,
+				      atomic_load_explicit(&w->idle_ns, memory_order_relaxed) +
+					      (wf_now_ns() - t0),
+				      memory_order_relaxed); /* owner-written: no RMW */
 		if (!u)
 			return;
 		w = switch_to(w, &w->loop_ctx, u);

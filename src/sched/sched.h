@@ -87,8 +87,10 @@ typedef struct wf_worker {
 	pthread_t thread;
 	stack_t old_altstack;
 
-	/* Counters, written by the owner, readable by anyone (relaxed). */
+	/* Counters, written by the owner, readable by anyone (relaxed):
+	 * weft_worker_stats. */
 	atomic_ulong n_switches, n_steals, n_parks, n_sleeps;
+	_Atomic uint64_t idle_ns, sleep_ns;
 
 	/* Chase-Lev deque (steal scheduler, runq.c): the owner pushes and pops
 	 * at bottom, thieves take from top. */
@@ -172,8 +174,11 @@ WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);
 WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns);
 WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 
-/* Per-ULT CPU time (src/posix/cpuclock.c): charge the ULT leaving w. */
+/* Per-ULT CPU time (src/posix/cpuclock.c): charge the ULT leaving w;
+ * start counting (idempotent); u's CPU time so far. */
 WF_HIDDEN void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving);
+WF_HIDDEN void wf_cpu_clock_start(void);
+WF_HIDDEN uint64_t wf_ult_cpu_ns(wf_ult_t *u);
 
 /* Workers (worker.c). */
 WF_HIDDEN int wf_workers_start(void);

@@ -38,6 +38,24 @@ enum {
 	WF_CANCEL_ACTING = 4,   /* exiting because of a cancellation */
 };
 
+/* What a parked ULT waits for (wf_ult.block_reason): written by the ULT
+ * itself just before it parks, read by the tracer (src/trace) and by
+ * debuggers (tools/weft-gdb.py). Meaningful only while it is PARKED. */
+enum wf_block_reason {
+	WF_BLOCK_NONE = 0,
+	WF_BLOCK_JOIN,    /* block_obj: the wf_ult_t it joins */
+	WF_BLOCK_MUTEX,   /* block_obj: the lock word */
+	WF_BLOCK_COND,    /* block_obj: the condition variable's sequence word */
+	WF_BLOCK_RWLOCK,  /* block_obj: the lock word */
+	WF_BLOCK_SEM,     /* block_obj: the semaphore's value */
+	WF_BLOCK_BARRIER, /* block_obj: the barrier's phase word */
+	WF_BLOCK_ONCE,    /* block_obj: the once control's state */
+	WF_BLOCK_SLEEP,   /* block_obj: NULL */
+	WF_BLOCK_PARK,    /* weft_park; block_obj: NULL */
+	WF_BLOCK_HANDOFF, /* weft_park_handoff; block_obj: the ULT it handed to */
+	WF_BLOCK_NREASONS
+};
+
 /* Parker token states (wf_parker.state). */
 enum { WF_PARK_EMPTY = 0, WF_PARK_NOTIFIED = 1, WF_PARK_PARKED = 2 };
 
@@ -101,6 +119,9 @@ typedef struct wf_ult {
 	/* POSIX signals per ULT (src/sync/signal.c): bit s-1 for signal s. */
 	_Atomic uint64_t sig_mask;    /* blocked; written by the ULT */
 	_Atomic uint64_t sig_pending; /* sent, not yet delivered; set by anyone */
+	/* What it waits for while PARKED (enum wf_block_reason, see above). */
+	int block_reason;
+	const void *block_obj;
 	/* CPU time run so far, while wf_rt.cpu_clock is on (posix/cpuclock.c). */
 	_Atomic uint64_t cpu_ns;
 	char name[WEFT_NAME_MAX];

@@ -19,6 +19,9 @@
 
 #include "sched/sched.h"
 #include "util/sys.h"
+#if WF_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 enum { LOOP_STACK_SIZE = 256 * 1024 };
 
@@ -138,8 +141,15 @@ static void worker_free(wf_worker_t *w)
 {
 	if (!w)
 		return;
-	if (w->loop_stack)
+	wf_ctx_forget(&w->loop_ctx); /* worker 0's loop fiber (TSan) */
+	if (w->loop_stack) {
+#if WF_ASAN
+		/* Worker 0's loop is abandoned mid-frame: its redzones would
+		 * stay poisoned and fault whatever is mapped here next. */
+		__asan_unpoison_memory_region(w->loop_stack, w->loop_stack_size);
+#endif
 		munmap(w->loop_stack, w->loop_stack_size);
+	}
 	free(w->loop_uc);
 	free(w->timers.v);
 	free(w);
@@ -166,6 +176,7 @@ int wf_workers_start(void)
 	wf_worker_t *w0 = wf_rt.workers[0];
 	if (wf_rt.root) {
 		/* Worker 0: this kernel thread, its loop on a stack of its own. */
+		w0->thread = WF_SYS(pthread_self)();
 		w0->loop_stack_size = LOOP_STACK_SIZE;
 		w0->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
 				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -175,6 +186,7 @@ int wf_workers_start(void)
 		}
 		wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc,
 			    loop0_entry, NULL);
+		wf_ctx_set_name(&w0->loop_ctx, "weft worker 0 loop");
 		if (wf_rt.pin) {
 			root_affinity_saved = WF_SYS(pthread_getaffinity_np)(WF_SYS(pthread_self)(),
 									     sizeof root_affinity,

@@ -24,6 +24,9 @@
 #include <sys/mman.h>
 
 #include "sched/sched.h"
+#if WF_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 #if WEFT_HAVE_VALGRIND
 #include <valgrind/valgrind.h>
@@ -92,6 +95,8 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	u->join_seen = 0;
 	u->retval = NULL;
 	u->name[0] = '\0';
+	u->block_reason = WF_BLOCK_NONE;
+	u->block_obj = NULL;
 	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
 	u->cwait = NULL;
 	u->cleanup = NULL;
@@ -241,6 +246,11 @@ static void unmap(wf_ult_t *u)
 	VALGRIND_STACK_DEREGISTER(u->valgrind_id);
 	if (u->stack_kind == WF_STACK_GUARDED)
 		atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_relaxed);
+#if WF_ASAN
+	/* Frames left on it keep their redzones poisoned otherwise, and
+	 * whatever is mapped here next would fault. */
+	__asan_unpoison_memory_region(u->map_base, u->map_size);
+#endif
 	munmap(u->map_base, u->map_size);
 }
 
@@ -264,6 +274,8 @@ static void release_global(wf_ult_t *u)
 
 void wf_stack_free(wf_worker_t *w, wf_ult_t *u)
 {
+	/* Its ULT is gone: the next ULT on this stack gets a fresh TSan fiber. */
+	wf_ctx_forget(&u->ctx);
 	switch (u->stack_kind) {
 	case WF_STACK_USER:
 		VALGRIND_STACK_DEREGISTER(u->valgrind_id);

@@ -91,7 +91,7 @@ static int cond_wait(weft_cond_t *c, weft_mutex_t *m, clockid_t clock,
 		WF_SUB(&c->waiters, 1);
 		return rc;
 	}
-	rc = wf_wait(&c->seq, seq, deadline, WF_WAIT_CANCEL);
+	rc = wf_wait(&c->seq, seq, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_COND));
 	wf_mutex_relock(m, depth, WF_LOAD(&c->bseq) != bseq);
 	WF_SUB(&c->waiters, 1);
 	if (rc == ECANCELED)

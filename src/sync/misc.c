@@ -64,7 +64,7 @@ int weft_barrier_wait(weft_barrier_t *b)
 	b->inside++;
 	wf_word_unlock(&b->lock);
 	while (WF_LOAD(&b->phase) == phase)
-		wf_wait(&b->phase, phase, 0, 0);
+		wf_wait(&b->phase, phase, 0, WF_WAIT_FOR(WF_BLOCK_BARRIER));
 	wf_word_lock(&b->lock);
 	b->inside--;
 	wf_word_unlock(&b->lock);
@@ -127,7 +127,7 @@ static int sem_wait(weft_sem_t *s, clockid_t clock, const struct timespec *absti
 	int rc = 0;
 	WF_ADD(&s->waiters, 1);
 	while (!sem_take(s)) {
-		rc = wf_wait(&s->value, 0, deadline, WF_WAIT_CANCEL);
+		rc = wf_wait(&s->value, 0, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_SEM));
 		if (rc == ETIMEDOUT || rc == ECANCELED || rc == ENOMEM || rc == EINTR) {
 			if (rc != ECANCELED && sem_take(s))
 				rc = 0;
@@ -266,6 +266,6 @@ int weft_once(weft_once_t *o, void (*fn)(void))
 			return 0;
 		}
 		if (s == ONCE_RUNNING)
-			wf_wait(&o->state, ONCE_RUNNING, 0, 0);
+			wf_wait(&o->state, ONCE_RUNNING, 0, WF_WAIT_FOR(WF_BLOCK_ONCE));
 	}
 }

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "sync/wait.h"
+#include "trace/trace.h"
 #include "util/sys.h"
 
 #define SPIN_DEFAULT 100 /* polls: ~5 us with x86's pause */
@@ -249,7 +250,7 @@ static int contend(weft_mutex_t *m, uint64_t deadline)
 {
 	int policy = WF_LOAD_RLX(&m->policy);
 	int spun = 0, polls = 0, budget = 0;
-	uint64_t parks = 0;
+	uint64_t parks = 0, t0 = WF_TRACING() ? wf_now_ns() : 0;
 	if (policy != WEFT_LOCK_PARK) {
 		budget = policy == WEFT_LOCK_SPIN ? INT_MAX : budget_of(m, policy);
 		for (polls = 0; polls < budget; polls++) {
@@ -268,7 +269,7 @@ static int contend(weft_mutex_t *m, uint64_t deadline)
 	/* Park: mark the lock waited-on (2) and sleep while it stays held. */
 	for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
 		parks++;
-		int rc = wf_wait(&m->state, 2, deadline, 0);
+		int rc = wf_wait(&m->state, 2, deadline, WF_WAIT_FOR(WF_BLOCK_MUTEX));
 		if (rc == ETIMEDOUT || rc == ENOMEM) {
 			if (WF_XCHG(&m->state, 2) == 0)
 				break; /* freed just in time: ours after all */
@@ -285,6 +286,8 @@ acquired:
 				 __ATOMIC_RELAXED);
 	if (policy == WEFT_LOCK_ADAPTIVE)
 		adapt(m, spun, polls, budget);
+	if (t0 && WF_TRACING())
+		wf_trace_lock(m, WF_TRACE_LOCK_MUTEX, t0);
 	return 0;
 }
 
@@ -409,11 +412,13 @@ void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter)
 		else
 			WF_BUMP(&m->n_acquired);
 	} else {
-		uint64_t parks = 0;
+		uint64_t parks = 0, t0 = WF_TRACING() ? wf_now_ns() : 0;
 		for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
 			parks++;
-			wf_wait(&m->state, 2, 0, 0);
+			wf_wait(&m->state, 2, 0, WF_WAIT_FOR(WF_BLOCK_MUTEX));
 		}
+		if (parks && t0 && WF_TRACING())
+			wf_trace_lock(m, WF_TRACE_LOCK_MUTEX, t0);
 		WF_BUMP(&m->n_acquired);
 		if (parks) {
 			WF_BUMP(&m->n_contended);

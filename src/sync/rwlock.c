@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "sync/wait.h"
+#include "trace/trace.h"
 
 enum { WAKE_NONE = 0, WAKE_WRITER = 1, WAKE_READERS = 2 };
 
@@ -130,14 +131,18 @@ static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 {
 	if (!l || (abstime && clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
 		return EINVAL;
-	uint64_t me = wf_self_key(), deadline = 0;
+	uint64_t me = wf_self_key(), deadline = 0, t0 = 0;
 	int have_deadline = 0;
 	if (!try)
 		wf_testcancel();
 	wf_word_lock(&l->lock);
 	for (;;) {
-		if (can_enter(l, write))
-			return enter(l, write, me);
+		if (can_enter(l, write)) {
+			int rc = enter(l, write, me);
+			if (unlikely(t0) && WF_TRACING())
+				wf_trace_lock(l, WF_TRACE_LOCK_RWLOCK, t0);
+			return rc;
+		}
 		if (l->writer && l->owner == me) {
 			wf_word_unlock(&l->lock);
 			return EDEADLK;
@@ -154,12 +159,15 @@ static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 			}
 			have_deadline = 1;
 		}
+		if (!t0 && WF_TRACING())
+			t0 = wf_now_ns();
 		uint32_t *word = write ? &l->wseq : &l->rseq;
 		uint32_t *count = write ? &l->wwait : &l->rwait;
 		(*count)++;
 		uint32_t seq = WF_LOAD_RLX(word);
 		wf_word_unlock(&l->lock);
-		int rc = wf_wait(word, seq, deadline, WF_WAIT_CANCEL);
+		int rc =
+			wf_wait(word, seq, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_RWLOCK));
 		wf_word_lock(&l->lock);
 		(*count)--;
 		if (rc == ETIMEDOUT || rc == ENOMEM || rc == ECANCELED) {

@@ -21,7 +21,7 @@ static int sleep_until(uint64_t deadline)
 	uint32_t never = 0;
 	int rc;
 	do
-		rc = wf_wait(&never, 0, deadline, WF_WAIT_CANCEL);
+		rc = wf_wait(&never, 0, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_SLEEP));
 	while (rc == 0); /* nobody wakes it; a wake would be another's mistake */
 	if (rc == ECANCELED)
 		wf_cancel_act();

@@ -221,7 +221,15 @@ int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
 	if (rc)
 		return rc;
 
-	rc = self ? wait_ult(w, &me, deadline) : wait_foreign(&me, deadline);
+	if (self) {
+		self->block_reason = WF_WAIT_REASON(flags);
+		/* A sleep waits on a word of its own: not worth showing. */
+		self->block_obj = self->block_reason == WF_BLOCK_SLEEP ? NULL : addr;
+		rc = wait_ult(w, &me, deadline);
+		self->block_reason = WF_BLOCK_NONE;
+	} else {
+		rc = wait_foreign(&me, deadline);
+	}
 
 	if (cancellable) {
 		/* A canceller holds wait_lock while it uses me. */

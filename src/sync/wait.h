@@ -55,8 +55,11 @@ WF_HIDDEN int wf_deadline(clockid_t clock, const struct timespec *abstime, uint6
 
 /* ---- wait-on-address (wait.c) -------------------------------------------- */
 
-/* wf_wait flags */
+/* wf_wait flags: WF_WAIT_CANCEL, or'ed with WF_WAIT_FOR(reason), the enum
+ * wf_block_reason a blocked ULT reports (tracing, debuggers). */
 enum { WF_WAIT_CANCEL = 1 }; /* a cancellation point: ECANCELED if cancelled */
+#define WF_WAIT_FOR(reason)   ((reason) << 8)
+#define WF_WAIT_REASON(flags) ((flags) >> 8)
 
 /* Block while *addr == expected, until woken, until deadline_ns (0: none)
  * passes, or (WF_WAIT_CANCEL) until the caller is cancelled.

@@ -26,6 +26,18 @@
 #define WF_ASAN 0
 #endif
 
+/* Built with ThreadSanitizer? (the same two spellings) */
+#if defined(__SANITIZE_THREAD__)
+#define WF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WF_TSAN 1
+#endif
+#endif
+#ifndef WF_TSAN
+#define WF_TSAN 0
+#endif
+
 #define WF_HIDDEN     __attribute__((visibility("hidden")))
 #define likely(x)     __builtin_expect(!!(x), 1)
 #define unlikely(x)   __builtin_expect(!!(x), 0)

@@ -1,0 +1,573 @@
+/* Turning the raw trace into Chrome Trace Event JSON and CSV.
+ *
+ * The raw file holds chunks of records, each chunk from one stream (a
+ * worker, or the shared stream of other threads), in the order the flusher
+ * wrote them; a stream's chunks keep their order, and so do the records in
+ * them. The export merges the streams by timestamp and walks the records
+ * once, keeping per worker what runs on it, and writes both files as it
+ * goes:
+ *
+ *   CSV   one row per event, in time order (the columns and events are
+ *         listed in the file's header and in docs/observability.md);
+ *   JSON  per worker (one lane, tid = worker id): an "X" slice per ULT run,
+ *         named by the ULT's name or "ult <id>"; "idle" slices for the time
+ *         in the scheduler loop with "sleep" slices inside; a flow arrow
+ *         ("s" -> "f") from each unpark to the start of the woken ULT's next
+ *         run; instants for create, steal, migrate and contended locks.
+ *         Threads that are not workers share tid 1000.
+ *
+ * A worker's lane starts in the loop unless its first switch shows a ULT
+ * leaving it (the root ULT, running on worker 0 when tracing starts); runs
+ * still open at the end are closed at the trace's end.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <weft/version.h>
+
+#include "trace/export.h"
+
+#define FOREIGN_TID 1000
+
+static const char *const block_names[WF_BLOCK_NREASONS] = {
+	[WF_BLOCK_NONE] = "other",      [WF_BLOCK_JOIN] = "join",       [WF_BLOCK_MUTEX] = "mutex",
+	[WF_BLOCK_COND] = "cond",       [WF_BLOCK_RWLOCK] = "rwlock",   [WF_BLOCK_SEM] = "sem",
+	[WF_BLOCK_BARRIER] = "barrier", [WF_BLOCK_ONCE] = "once",       [WF_BLOCK_SLEEP] = "sleep",
+	[WF_BLOCK_PARK] = "park",       [WF_BLOCK_HANDOFF] = "handoff",
+};
+
+/* How a ULT stopped running, from a SWITCH record's code. */
+static const char *stop_detail(int code)
+{
+	int action = code & 0xff, reason = code >> 8;
+	switch (action) {
+	case WF_AFTER_REQUEUE:
+		return "yield";
+	case WF_AFTER_EXIT:
+		return "exit";
+	case WF_AFTER_JOIN:
+		return "join";
+	case WF_AFTER_PARK:
+		return reason > 0 && reason < WF_BLOCK_NREASONS ? block_names[reason] : "other";
+	default:
+		return "other";
+	}
+}
+
+/* ---- ULT table: id -> name and pending wake flow ------------------------- */
+
+typedef struct {
+	uint64_t id;   /* 0: empty slot */
+	uint64_t flow; /* id of a wake flow waiting for the ULT's next run, or 0 */
+	char name[WEFT_NAME_MAX];
+} ult_info_t;
+
+typedef struct {
+	ult_info_t *v;
+	size_t cap, n; /* cap: a power of two */
+} ult_table_t;
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The entry of id (made if new), or NULL (ENOMEM). id != 0. */
+static ult_info_t *ult_get(ult_table_t *t, uint64_t id)
+{
+	if (t->n * 2 >= t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		ult_info_t *v = calloc(cap, sizeof *v);
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->v[i].id)
+				continue;
+			size_t j = hash64(t->v[i].id) & (cap - 1);
+			while (v[j].id)
+				j = (j + 1) & (cap - 1);
+			v[j] = t->v[i];
+		}
+		free(t->v);
+		t->v = v;
+		t->cap = cap;
+	}
+	size_t j = hash64(id) & (t->cap - 1);
+	while (t->v[j].id && t->v[j].id != id)
+		j = (j + 1) & (t->cap - 1);
+	if (!t->v[j].id) {
+		t->v[j].id = id;
+		t->n++;
+	}
+	return &t->v[j];
+}
+
+/* ---- per-worker state while walking --------------------------------------- */
+
+typedef struct {
+	const wf_trace_chunk_hdr_t **chunks; /* this stream's chunks, in order */
+	size_t nchunks, ci;                  /* ci: current chunk */
+	uint32_t ei;                         /* next record in it */
+	int tid;                             /* JSON tid, CSV worker (-1 foreign) */
+	int started;                         /* seen a SWITCH: the initial state is known */
+	uint64_t cur;                        /* ULT running, 0: none (in the loop) */
+	uint64_t since;   /* ns: when cur started, or when the loop was entered */
+	int sleeping;     /* between SLEEP and WAKE */
+	uint64_t slept;   /* ns: when it fell asleep */
+	uint64_t obj;     /* BLOCKOBJ for the next SWITCH */
+	uint64_t flow_in; /* wake flow ending at the start of cur's run, or 0 */
+	uint64_t last;    /* ns: latest record (keeps the lane monotonic) */
+} stream_t;
+
+typedef struct {
+	FILE *json, *csv;
+	ult_table_t ults;
+	uint64_t flows; /* last flow id */
+	int first;      /* no JSON event written yet */
+	int pid;
+	int oom;
+	/* ticks -> ns since the start */
+	uint64_t t0_ticks;
+	double ns_per_tick;
+	int tsc;
+	uint64_t t0_ns;
+} out_t;
+
+static uint64_t to_ns(const out_t *o, uint64_t ts)
+{
+	if (o->tsc) {
+		if (ts <= o->t0_ticks)
+			return 0;
+		return (uint64_t)((double)(ts - o->t0_ticks) * o->ns_per_tick);
+	}
+	return ts > o->t0_ns ? ts - o->t0_ns : 0;
+}
+
+/* Microseconds with three decimals, as the trace-event format wants. */
+static void json_ts(FILE *f, const char *key, uint64_t ns)
+{
+	fprintf(f, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
+}
+
+static void json_begin(out_t *o, const char *ph, int tid, uint64_t ns)
+{
+	fprintf(o->json, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", o->first ? "" : ",", ph,
+		o->pid, tid);
+	o->first = 0;
+	json_ts(o->json, "ts", ns);
+}
+
+/* Names are written into JSON strings and CSV cells: keep printable ASCII
+ * without quotes, backslashes or commas. */
+static void clean_name(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+	for (; i + 1 < n && src[i]; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		dst[i] = (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\' || ch == ',')
+				 ? '_'
+				 : (char)ch;
+	}
+	dst[i] = 0;
+}
+
+static const char *name_of(out_t *o, uint64_t id)
+{
+	if (!id)
+		return "";
+	ult_info_t *u = ult_get(&o->ults, id);
+	if (!u) {
+		o->oom = 1;
+		return "";
+	}
+	return u->name;
+}
+
+static void csv_row(out_t *o, uint64_t ns, int worker, const char *ev, uint64_t ult, int64_t a1,
+		    int64_t a2, const char *detail)
+{
+	if (worker == FOREIGN_TID)
+		worker = -1;
+	fprintf(o->csv, "%" PRIu64 ",%d,%s,%" PRIu64 ",%s,%" PRId64 ",%" PRId64 ",%s\n", ns, worker,
+		ev, ult, name_of(o, ult), a1, a2, detail ? detail : "");
+}
+
+/* The X slice of s's current ULT run, from..to, and the end of the wake
+ * flow into it - written after the slice, so that a reader keeping file
+ * order for equal timestamps binds the flow to this slice. */
+static void slice_ult(out_t *o, stream_t *s, uint64_t id, uint64_t from, uint64_t to,
+		      const char *end)
+{
+	json_begin(o, "X", s->tid, from);
+	json_ts(o->json, "dur", to - from);
+	const char *n = name_of(o, id);
+	if (*n)
+		fprintf(o->json, ",\"name\":\"%s\"", n);
+	else
+		fprintf(o->json, ",\"name\":\"ult %" PRIu64 "\"", id);
+	fprintf(o->json, ",\"cat\":\"ult\",\"args\":{\"ult\":%" PRIu64 ",\"end\":\"%s\"}}", id,
+		end);
+	if (s->flow_in) {
+		json_begin(o, "f", s->tid, from);
+		fprintf(o->json,
+			",\"bp\":\"e\",\"id\":%" PRIu64 ",\"name\":\"wake\",\"cat\":\"wake\"}",
+			s->flow_in);
+		s->flow_in = 0;
+	}
+}
+
+static void slice_sched(out_t *o, stream_t *s, const char *name, uint64_t from, uint64_t to)
+{
+	json_begin(o, "X", s->tid, from);
+	json_ts(o->json, "dur", to - from);
+	fprintf(o->json, ",\"name\":\"%s\",\"cat\":\"sched\"}", name);
+}
+
+static void instant(out_t *o, stream_t *s, uint64_t ns, const char *name, const char *cat)
+{
+	json_begin(o, "i", s->tid, ns);
+	fprintf(o->json, ",\"s\":\"t\",\"name\":\"%s\",\"cat\":\"%s\",\"args\":{", name, cat);
+}
+
+/* Fix the lane's state before its first SWITCH: running `from` since the
+ * start, or in the loop. */
+static void start_lane(stream_t *s, uint64_t from)
+{
+	if (s->started)
+		return;
+	s->started = 1;
+	s->cur = from;
+	s->since = 0;
+}
+
+static void on_switch(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
+{
+	uint64_t from = e->a, to = e->b;
+	start_lane(s, from);
+	if (s->sleeping) { /* cannot happen: sleeps end before the loop switches */
+		slice_sched(o, s, "sleep", s->slept, ns);
+		s->sleeping = 0;
+	}
+	if (s->cur) {
+		/* Records dropped in between (the trace says how many) may
+		 * hide what ran: then the stop is of an unknown kind. */
+		const char *how = s->cur == from ? stop_detail(e->code) : "other";
+		slice_ult(o, s, s->cur, s->since, ns, how);
+		csv_row(o, ns, s->tid, "stop", s->cur, (int64_t)s->obj, 0, how);
+	} else {
+		slice_sched(o, s, "idle", s->since, ns);
+	}
+	s->obj = 0;
+	if (to) {
+		if (e->x >= 0 && e->x != s->tid) {
+			csv_row(o, ns, s->tid, "migrate", to, e->x, s->tid, NULL);
+			instant(o, s, ns, "migrate", "sched");
+			fprintf(o->json, "\"ult\":%" PRIu64 ",\"from\":%d}}", to, e->x);
+		}
+		csv_row(o, ns, s->tid, "run", to, e->x, 0, NULL);
+		ult_info_t *u = ult_get(&o->ults, to);
+		if (u && u->flow) {
+			s->flow_in = u->flow; /* written with the run's slice */
+			u->flow = 0;
+		}
+	} else {
+		csv_row(o, ns, s->tid, "idle", 0, 0, 0, NULL);
+	}
+	s->cur = to;
+	s->since = ns;
+}
+
+static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
+{
+	switch (e->type) {
+	case WF_EV_SWITCH:
+		on_switch(o, s, e, ns);
+		break;
+	case WF_EV_BLOCKOBJ:
+		s->obj = e->a;
+		break;
+	case WF_EV_CREATE:
+		csv_row(o, ns, s->tid, "create", e->a, (int64_t)e->b, e->x, NULL);
+		instant(o, s, ns, "create", "sched");
+		fprintf(o->json, "\"ult\":%" PRIu64 ",\"creator\":%" PRIu64 "}}", e->a, e->b);
+		break;
+	case WF_EV_NAME: {
+		ult_info_t *u = ult_get(&o->ults, e->a);
+		if (!u || e->code > 3) {
+			o->oom |= !u;
+			break;
+		}
+		char part[9] = {0};
+		memcpy(part, &e->b, 8);
+		if (e->code == 0)
+			memset(u->name, 0, sizeof u->name);
+		clean_name(u->name + 8 * e->code, part, 9);
+		if (strlen(part) < 8 || e->code == 3)
+			csv_row(o, ns, s->tid, "name", e->a, 0, 0, NULL);
+		break;
+	}
+	case WF_EV_UNPARK: {
+		csv_row(o, ns, s->tid, "unpark", e->a, (int64_t)e->b, 0, NULL);
+		/* A flow starts inside a slice of the waker's lane: a ULT's run
+		 * or the loop's idle slice. Other threads have no slices. */
+		ult_info_t *u = ult_get(&o->ults, e->a);
+		if (!u || s->tid == FOREIGN_TID) {
+			o->oom |= !u;
+			break;
+		}
+		u->flow = ++o->flows;
+		json_begin(o, "s", s->tid, ns);
+		fprintf(o->json, ",\"id\":%" PRIu64 ",\"name\":\"wake\",\"cat\":\"wake\"}",
+			u->flow);
+		break;
+	}
+	case WF_EV_STEAL:
+		csv_row(o, ns, s->tid, "steal", e->a, e->x, 0, NULL);
+		instant(o, s, ns, "steal", "sched");
+		fprintf(o->json, "\"ult\":%" PRIu64 ",\"victim\":%d}}", e->a, e->x);
+		break;
+	case WF_EV_SLEEP:
+		csv_row(o, ns, s->tid, "sleep", 0, 0, 0, NULL);
+		s->sleeping = 1;
+		s->slept = ns;
+		break;
+	case WF_EV_WAKE:
+		csv_row(o, ns, s->tid, "wake", 0, 0, 0, NULL);
+		if (s->sleeping)
+			slice_sched(o, s, "sleep", s->slept, ns);
+		s->sleeping = 0;
+		break;
+	case WF_EV_LOCK: {
+		const char *kind = e->code == WF_TRACE_LOCK_RWLOCK ? "rwlock" : "mutex";
+		csv_row(o, ns, s->tid, "lock", s->cur, (int64_t)e->a, (int64_t)e->b, kind);
+		instant(o, s, ns, "lock", "lock");
+		fprintf(o->json,
+			"\"lock\":\"0x%" PRIx64 "\",\"kind\":\"%s\",\"wait_ns\":%" PRIu64 "}}",
+			e->a, kind, e->b);
+		break;
+	}
+	default:
+		break; /* a record type this exporter does not know: skip it */
+	}
+}
+
+/* The stream with the earliest next record, or NULL when all are done. */
+static stream_t *next_stream(stream_t *st, int n, const wf_trace_ev_t **ev)
+{
+	stream_t *best = NULL;
+	const wf_trace_ev_t *be = NULL;
+	for (int i = 0; i < n; i++) {
+		stream_t *s = &st[i];
+		while (s->ci < s->nchunks && s->ei >= s->chunks[s->ci]->n) {
+			s->ci++;
+			s->ei = 0;
+		}
+		if (s->ci == s->nchunks)
+			continue;
+		const wf_trace_ev_t *e = (const wf_trace_ev_t *)(s->chunks[s->ci] + 1) + s->ei;
+		if (!be || e->ts < be->ts) {
+			best = s;
+			be = e;
+		}
+	}
+	*ev = be;
+	return best;
+}
+
+static void write_headers(out_t *o, const wf_trace_meta_t *m, uint64_t duration)
+{
+	const char *sched = wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal";
+	const char *clock = m->tsc ? "tsc" : "monotonic";
+	fprintf(o->json,
+		"{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"weft_version\":\"%s\","
+		"\"workers\":%d,\"sched\":\"%s\",\"clock\":\"%s\",\"dropped\":%" PRIu64
+		",\"complete\":%s,\"pid\":%d,\"program\":\"%s\"},\n\"traceEvents\":[",
+		WEFT_VERSION_STRING, m->workers, sched, clock, m->dropped,
+		m->complete ? "true" : "false", o->pid, program_invocation_short_name);
+	json_begin(o, "M", 0, 0);
+	fprintf(o->json, ",\"name\":\"process_name\",\"args\":{\"name\":\"weft %s (pid %d)\"}}",
+		program_invocation_short_name, o->pid);
+	for (int i = 0; i <= m->workers; i++) {
+		int tid = i < m->workers ? i : FOREIGN_TID;
+		json_begin(o, "M", tid, 0);
+		if (i < m->workers)
+			fprintf(o->json,
+				",\"name\":\"thread_name\",\"args\":{\"name\":\"worker %d\"}}", i);
+		else
+			fprintf(o->json,
+				",\"name\":\"thread_name\",\"args\":{\"name\":\"other threads\"}}");
+		json_begin(o, "M", tid, 0);
+		fprintf(o->json, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+			tid);
+	}
+
+	fprintf(o->csv,
+		"# weft trace: one row per scheduler event, in time order.\n"
+		"# time_ns: since the trace started; worker: -1 for a thread that is not a "
+		"worker;\n"
+		"# ult: a ULT id (0: none); name: its name; arg1, arg2, detail: per event, see\n"
+		"# docs/observability.md (run, stop, idle, sleep, wake, create, name, unpark,\n"
+		"# steal, migrate, lock, dropped, end).\n"
+		"# version=%s\n# program=%s\n# pid=%d\n# workers=%d\n# sched=%s\n# clock=%s\n"
+		"# dropped=%" PRIu64 "\n# complete=%d\n# duration_ns=%" PRIu64 "\n"
+		"time_ns,worker,event,ult,name,arg1,arg2,detail\n",
+		WEFT_VERSION_STRING, program_invocation_short_name, o->pid, m->workers, sched,
+		clock, m->dropped, m->complete, duration);
+}
+
+/* Close every lane at the end of the trace. */
+static void close_lanes(out_t *o, stream_t *st, int n, uint64_t end, uint64_t dropped)
+{
+	for (int i = 0; i < n; i++) {
+		stream_t *s = &st[i];
+		if (s->tid == FOREIGN_TID)
+			continue;
+		if (end < s->last)
+			end = s->last;
+	}
+	for (int i = 0; i < n; i++) {
+		stream_t *s = &st[i];
+		int worker = s->tid == FOREIGN_TID ? -1 : s->tid;
+		if (s->tid != FOREIGN_TID) {
+			if (s->sleeping)
+				slice_sched(o, s, "sleep", s->slept, end);
+			if (s->cur)
+				slice_ult(o, s, s->cur, s->since, end, "running");
+			else
+				slice_sched(o, s, "idle", s->since, end);
+		}
+		if (dropped && i == 0)
+			csv_row(o, end, worker, "dropped", 0, (int64_t)dropped, 0, NULL);
+		csv_row(o, end, worker, "end", 0, 0, 0, NULL);
+	}
+}
+
+int wf_trace_export(const char *raw, const char *base, const wf_trace_meta_t *m)
+{
+	int e = 0;
+	int nstreams = m->workers + 1;
+	out_t o = {.first = 1, .pid = (int)getpid(), .tsc = m->tsc};
+	stream_t *st = calloc((size_t)nstreams, sizeof *st);
+	char *path = malloc(strlen(base) + 8);
+	void *map = MAP_FAILED;
+	size_t size = 0;
+	if (!st || !path) {
+		e = ENOMEM;
+		goto out;
+	}
+
+	/* Map the raw file and index each stream's chunks. */
+	int fd = open(raw, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	size = (size_t)sb.st_size;
+	if (size) {
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED)
+			e = errno;
+	}
+	close(fd);
+	if (e)
+		goto out;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t off = 0; size && off + sizeof(wf_trace_chunk_hdr_t) <= size;) {
+			const wf_trace_chunk_hdr_t *h =
+				(const wf_trace_chunk_hdr_t *)((const char *)map + off);
+			size_t len = sizeof *h + (size_t)h->n * sizeof(wf_trace_ev_t);
+			if (h->magic != WF_TRACE_MAGIC || off + len > size || h->stream < -1 ||
+			    h->stream >= m->workers) {
+				e = EIO;
+				goto out;
+			}
+			stream_t *s = &st[h->stream < 0 ? m->workers : h->stream];
+			if (pass)
+				s->chunks[s->nchunks++] = h;
+			else
+				s->nchunks++;
+			off += len;
+		}
+		for (int i = 0; i < nstreams && !pass; i++) {
+			st[i].chunks = calloc(st[i].nchunks + 1, sizeof *st[i].chunks);
+			if (!st[i].chunks) {
+				e = ENOMEM;
+				goto out;
+			}
+			st[i].nchunks = 0;
+		}
+	}
+	for (int i = 0; i < nstreams; i++)
+		st[i].tid = i < m->workers ? i : FOREIGN_TID;
+
+	/* The clock: ns per tick from the two readings, or from a fresh
+	 * 20 ms measurement if the trace was too short to tell. */
+	o.t0_ticks = m->start.ticks;
+	o.t0_ns = m->start.mono_ns;
+	if (m->tsc) {
+		wf_trace_clock_ref_t a = m->start, b = m->end;
+		if (b.mono_ns - a.mono_ns < 20000000u) {
+			a.mono_ns = wf_now_ns();
+			a.ticks = wf_trace_clock();
+			struct timespec d = {0, 20000000};
+			WF_SYS(nanosleep)(&d, NULL);
+			b.mono_ns = wf_now_ns();
+			b.ticks = wf_trace_clock();
+		}
+		o.ns_per_tick = b.ticks > a.ticks ? (double)(b.mono_ns - a.mono_ns) /
+							    (double)(b.ticks - a.ticks)
+						  : 1.0;
+	}
+	uint64_t duration = m->end.mono_ns - m->start.mono_ns;
+
+	sprintf(path, "%s.json", base);
+	o.json = fopen(path, "w");
+	sprintf(path, "%s.csv", base);
+	o.csv = fopen(path, "w");
+	if (!o.json || !o.csv) {
+		e = errno;
+		goto out;
+	}
+	write_headers(&o, m, duration);
+
+	const wf_trace_ev_t *ev;
+	stream_t *s;
+	while ((s = next_stream(st, nstreams, &ev))) {
+		uint64_t ns = to_ns(&o, ev->ts);
+		if (ns < s->last)     /* TSC readings of one thread never go back; */
+			ns = s->last; /* rounding of the conversion might */
+		s->last = ns;
+		on_event(&o, s, ev, ns);
+		s->ei++;
+	}
+	close_lanes(&o, st, nstreams, duration, m->dropped);
+	fprintf(o.json, "\n]}\n");
+	if (o.oom)
+		e = ENOMEM;
+	if (ferror(o.json) || ferror(o.csv))
+		e = EIO;
+out:
+	if (o.json && fclose(o.json) && !e)
+		e = errno;
+	if (o.csv && fclose(o.csv) && !e)
+		e = errno;
+	if (map != MAP_FAILED)
+		munmap(map, size);
+	for (int i = 0; st && i < nstreams; i++)
+		free(st[i].chunks);
+	free(st);
+	free(path);
+	free(o.ults.v);
+	return e;
+}

@@ -1,0 +1,166 @@
+/* Scheduler event tracing: the hooks the scheduler and the locks call.
+ *
+ * Compiled in unless the library is configured with -DWEFT_TRACING=OFF
+ * (WEFT_TRACING=0 here), and off until a trace is started (WEFT_TRACE=path
+ * or weft_config_t.trace). Off, a hook costs one relaxed load of
+ * wf_trace_on and a not-taken branch.
+ *
+ * On, every worker appends fixed-size records to its own stream (no atomics,
+ * no locks: only the worker's kernel thread writes it); threads that are not
+ * workers share one stream under a spinlock. How the records travel to the
+ * file and become JSON and CSV is written down at the top of trace.c.
+ *
+ * Each hook says who calls it. Record layout: wf_trace_ev_t; what a, b, x
+ * and code mean per type: enum wf_trace_type.
+ */
+#ifndef WF_TRACE_H
+#define WF_TRACE_H
+
+#include <stdint.h>
+
+#include "sched/sched.h"
+
+#ifndef WEFT_TRACING
+#define WEFT_TRACING 1
+#endif
+
+/* Record types, and what each field holds. Stream = the worker (or -1). */
+enum wf_trace_type {
+	WF_EV_SWITCH = 1, /* a: ULT leaving (0: the loop), b: ULT resuming (0: the
+	                     loop), code: leaving one's enum wf_after | its enum
+	                     wf_block_reason << 8, x: worker the resuming one ran
+	                     on last (-1: never) */
+	WF_EV_CREATE,     /* a: new ULT, b: creator (0: none), x: bound worker */
+	WF_EV_NAME,       /* a: ULT, b: 8 bytes of its name, code: which 8 (0..3) */
+	WF_EV_UNPARK,     /* a: ULT made runnable, b: waker (0: none) */
+	WF_EV_STEAL,      /* a: ULT taken, x: victim worker */
+	WF_EV_SLEEP,      /* the idle worker sleeps on its futex */
+	WF_EV_WAKE,       /* ... and woke up */
+	WF_EV_LOCK,       /* a: lock address, b: wait ns, code: WF_TRACE_LOCK_* */
+	WF_EV_BLOCKOBJ,   /* a: what the ULT leaving in the next SWITCH waits on:
+	                     the joined ULT's id, else the address waited on */
+	WF_EV_NTYPES
+};
+
+enum { WF_TRACE_LOCK_MUTEX = 1, WF_TRACE_LOCK_RWLOCK = 2 };
+
+typedef struct wf_trace_ev {
+	uint64_t ts; /* raw clock: TSC ticks or CLOCK_MONOTONIC ns (trace.c) */
+	uint16_t type, code;
+	int32_t x;
+	uint64_t a, b;
+} wf_trace_ev_t;
+
+/* A worker's stream. Owned by the worker's kernel thread while tracing. */
+typedef struct wf_trace_stream {
+	wf_trace_ev_t *pos, *end; /* free space of the current chunk */
+	struct wf_trace_chunk *chunk;
+	uint64_t dropped; /* records lost: no chunk to write into (written by
+	                     the owner, read by wf_trace_stop: relaxed atomics) */
+	int id;           /* worker id, -1 for the shared stream */
+} WF_ALIGNED_CL wf_trace_stream_t;
+
+WF_HIDDEN extern int wf_trace_on;
+WF_HIDDEN extern int wf_trace_tsc; /* timestamps are TSC ticks */
+WF_HIDDEN extern wf_trace_stream_t *wf_trace_streams;
+
+#if WEFT_TRACING
+#define WF_TRACING() unlikely(__atomic_load_n(&wf_trace_on, __ATOMIC_RELAXED))
+#else
+#define WF_TRACING() 0
+#endif
+
+/* Start tracing into path (see trace.c for the files written) for nworkers
+ * workers, before they start. 0, or an errno value (the runtime then does
+ * not start: a trace that was asked for and cannot be written is an
+ * error). Called by weft_init. */
+WF_HIDDEN int wf_trace_start(const char *path, int nworkers);
+/* u already runs on `worker` as tracing starts (the root ULT): record it
+ * there, with its name. Called by weft_init before the workers start. */
+WF_HIDDEN void wf_trace_running(int worker, wf_ult_t *u);
+/* Stop, flush and write the JSON and CSV files. all_stopped: the workers
+ * have stopped (weft_shutdown); otherwise (exit() with workers running)
+ * records written while it stops may be lost. Called once per start. */
+WF_HIDDEN void wf_trace_stop(int all_stopped);
+
+/* Slow paths (trace.c). */
+WF_HIDDEN wf_trace_ev_t *wf_trace_refill(wf_trace_stream_t *s);
+WF_HIDDEN void wf_trace_foreign(int type, int code, int32_t x, uint64_t a, uint64_t b);
+
+static inline uint64_t wf_trace_clock(void)
+{
+#if defined(__x86_64__)
+	if (likely(wf_trace_tsc))
+		return __builtin_ia32_rdtsc();
+#endif
+	return wf_now_ns();
+}
+
+/* Append one record for the caller's worker w (NULL: not a worker).
+ * Called only while WF_TRACING(), by w's kernel thread. */
+static inline void wf_trace_emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a,
+				 uint64_t b)
+{
+	if (unlikely(!w)) {
+		wf_trace_foreign(type, code, x, a, b);
+		return;
+	}
+	wf_trace_stream_t *s = &wf_trace_streams[w->id];
+	wf_trace_ev_t *e = s->pos;
+	if (unlikely(e == s->end) && !(e = wf_trace_refill(s)))
+		return;
+	e->ts = wf_trace_clock();
+	e->type = (uint16_t)type;
+	e->code = (uint16_t)code;
+	e->x = x;
+	e->a = a;
+	e->b = b;
+	/* Release: wf_trace_stop may take the stream over while the worker
+	 * still runs (exit()), and reads the records below pos. */
+	__atomic_store_n(&s->pos, e + 1, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t wf_trace_id(const wf_ult_t *u)
+{
+	return u ? (uint64_t)u->id : 0;
+}
+
+/* The switch on w from `from` (NULL: the loop) to `to` (NULL: the loop),
+ * with from's after-switch action. Called by switch_to (sched.c). */
+static inline void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action)
+{
+	int code = action;
+	if (from && action != WF_AFTER_EXIT && action != WF_AFTER_REQUEUE) {
+		code |= from->block_reason << 8;
+		/* A joiner's target is alive until the joiner claims it: name it
+		 * by id. A hand-off's target may be gone already: not named. */
+		const void *obj = from->block_obj;
+		uint64_t what = from->block_reason == WF_BLOCK_JOIN ? ((const wf_ult_t *)obj)->id
+				: from->block_reason == WF_BLOCK_HANDOFF ? 0
+									 : (uint64_t)(uintptr_t)obj;
+		if (what)
+			wf_trace_emit(w, WF_EV_BLOCKOBJ, 0, 0, what, 0);
+	}
+	wf_trace_emit(w, WF_EV_SWITCH, code, to ? to->last_worker : -1, wf_trace_id(from),
+		      wf_trace_id(to));
+}
+
+/* u was made runnable by the caller (running on w, or NULL). */
+static inline void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u)
+{
+	wf_trace_emit(w, WF_EV_UNPARK, 0, 0, wf_trace_id(u), wf_trace_id(w ? w->current : NULL));
+}
+
+/* The caller took a contended lock (WF_TRACE_LOCK_*) it began waiting for
+ * at t0 (wf_now_ns). Called by the lock's acquirer. */
+static inline void wf_trace_lock(const void *lock, int kind, uint64_t t0)
+{
+	wf_trace_emit(wf_worker_self(), WF_EV_LOCK, kind, 0, (uint64_t)(uintptr_t)lock,
+		      wf_now_ns() - t0);
+}
+
+/* u was created by the caller (on w, or NULL), and its name if it has one. */
+WF_HIDDEN void wf_trace_create(wf_worker_t *w, wf_ult_t *u);
+WF_HIDDEN void wf_trace_name(wf_worker_t *w, wf_ult_t *u);
+
+#endif
