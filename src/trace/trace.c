@@ -19,8 +19,12 @@
  *
  *   The flusher, a kernel thread of its own, writes queued chunks to B.raw
  *   and returns them to the pool, so a full buffer never stops the program.
- *   If the disk falls behind and the pool (MAX_CHUNKS_PER_STREAM per
- *   stream) is used up, records are dropped and counted; the count is
+ *   It runs at SCHED_IDLE priority: on a machine the workers keep busy it
+ *   would otherwise take a core from one of them (on 2 cores, a cross-core
+ *   park/unpark ping-pong ran 6x slower traced with the flusher at normal
+ *   priority, 1.3x with it idle). Full chunks wait in memory for idle time;
+ *   if the pool (MAX_CHUNKS_PER_STREAM per stream, allocated as needed) is
+ *   used up first, records are dropped and counted, and the count is
  *   written into the trace.
  *
  * Who owns what
@@ -50,7 +54,7 @@
 #include "trace/trace.h"
 
 #define CHUNK_EVENTS          16384 /* 512 KiB */
-#define MAX_CHUNKS_PER_STREAM 8
+#define MAX_CHUNKS_PER_STREAM 128   /* 64 MiB: bursts wait in memory for idle time */
 
 int wf_trace_on;
 int wf_trace_tsc;
@@ -184,6 +188,11 @@ static void chunk_write(wf_trace_chunk_t *c, uint32_t n)
 static void *flusher_main(void *arg)
 {
 	(void)arg;
+	/* Lowest priority: on a machine the workers keep busy, the flusher
+	 * takes only idle time, and if that is not enough records are
+	 * dropped and counted - rather than a worker losing its core. */
+	struct sched_param none = {0};
+	WF_SYS(pthread_setschedparam)(WF_SYS(pthread_self)(), SCHED_IDLE, &none);
 	for (;;) {
 		int kick = atomic_load_explicit(&tr.kick, memory_order_acquire);
 		wf_spin_lock(&tr.lock);
@@ -266,12 +275,79 @@ void wf_trace_foreign(int type, int code, int32_t x, uint64_t a, uint64_t b)
 	wf_spin_unlock(&tr.foreign_lock);
 }
 
+/* ---- the hooks (trace.h) ---- */
+
+/* Append one record for the caller's worker w (NULL: not a worker).
+ * Called only while WF_TRACING(), by w's kernel thread. */
+static inline void emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b)
+{
+	if (unlikely(!w)) {
+		wf_trace_foreign(type, code, x, a, b);
+		return;
+	}
+	wf_trace_stream_t *s = &wf_trace_streams[w->id];
+	wf_trace_ev_t *e = s->pos;
+	if (unlikely(e == s->end) && !(e = wf_trace_refill(s)))
+		return;
+	e->ts = wf_trace_clock();
+	e->type = (uint16_t)type;
+	e->code = (uint16_t)code;
+	e->x = x;
+	e->a = a;
+	e->b = b;
+	/* Release: wf_trace_stop may take the stream over while the worker
+	 * still runs (exit()), and reads the records below pos. */
+	__atomic_store_n(&s->pos, e + 1, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t id_of(const wf_ult_t *u)
+{
+	return u ? (uint64_t)u->id : 0;
+}
+
+/* The switch on w from `from` (NULL: the loop) to `to` (NULL: the loop),
+ * with from's after-switch action. Called by switch_to (sched.c). */
+void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action)
+{
+	int code = action;
+	if (from && action != WF_AFTER_EXIT && action != WF_AFTER_REQUEUE) {
+		code |= from->block_reason << 8;
+		/* A joiner's target is alive until the joiner claims it: name it
+		 * by id. A hand-off's target may be gone already: not named. */
+		const void *obj = from->block_obj;
+		uint64_t what = from->block_reason == WF_BLOCK_JOIN ? ((const wf_ult_t *)obj)->id
+				: from->block_reason == WF_BLOCK_HANDOFF ? 0
+									 : (uint64_t)(uintptr_t)obj;
+		if (what)
+			emit(w, WF_EV_BLOCKOBJ, 0, 0, what, 0);
+	}
+	emit(w, WF_EV_SWITCH, code, to ? to->last_worker : -1, id_of(from), id_of(to));
+}
+
+/* u was made runnable by the caller (running on w, or NULL). */
+void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u)
+{
+	emit(w, WF_EV_UNPARK, 0, 0, id_of(u), id_of(w ? w->current : NULL));
+}
+
+/* The caller took a contended lock (WF_TRACE_LOCK_*) it began waiting for
+ * at t0 (wf_now_ns). Called by the lock's acquirer. */
+void wf_trace_lock(const void *lock, int kind, uint64_t t0)
+{
+	emit(wf_worker_self(), WF_EV_LOCK, kind, 0, (uint64_t)(uintptr_t)lock, wf_now_ns() - t0);
+}
+
+void wf_trace_emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b)
+{
+	emit(w, type, code, x, a, b);
+}
+
 void wf_trace_name(wf_worker_t *w, wf_ult_t *u)
 {
 	for (int i = 0; i < 4; i++) {
 		uint64_t part = 0;
 		memcpy(&part, u->name + 8 * i, 8);
-		wf_trace_emit(w, WF_EV_NAME, i, 0, (uint64_t)u->id, part);
+		emit(w, WF_EV_NAME, i, 0, (uint64_t)u->id, part);
 		if (memchr(u->name + 8 * i, 0, 8))
 			break;
 	}
@@ -281,8 +357,7 @@ void wf_trace_create(wf_worker_t *w, wf_ult_t *u)
 {
 	if (u->name[0]) /* first, so that the create row carries it */
 		wf_trace_name(w, u);
-	wf_trace_emit(w, WF_EV_CREATE, 0, u->bound_worker, (uint64_t)u->id,
-		      wf_trace_id(w ? w->current : NULL));
+	emit(w, WF_EV_CREATE, 0, u->bound_worker, (uint64_t)u->id, id_of(w ? w->current : NULL));
 }
 
 void wf_trace_running(int worker, wf_ult_t *u)

@@ -96,68 +96,21 @@ static inline uint64_t wf_trace_clock(void)
 	return wf_now_ns();
 }
 
-/* Append one record for the caller's worker w (NULL: not a worker).
- * Called only while WF_TRACING(), by w's kernel thread. */
-static inline void wf_trace_emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a,
-				 uint64_t b)
-{
-	if (unlikely(!w)) {
-		wf_trace_foreign(type, code, x, a, b);
-		return;
-	}
-	wf_trace_stream_t *s = &wf_trace_streams[w->id];
-	wf_trace_ev_t *e = s->pos;
-	if (unlikely(e == s->end) && !(e = wf_trace_refill(s)))
-		return;
-	e->ts = wf_trace_clock();
-	e->type = (uint16_t)type;
-	e->code = (uint16_t)code;
-	e->x = x;
-	e->a = a;
-	e->b = b;
-	/* Release: wf_trace_stop may take the stream over while the worker
-	 * still runs (exit()), and reads the records below pos. */
-	__atomic_store_n(&s->pos, e + 1, __ATOMIC_RELEASE);
-}
-
-static inline uint64_t wf_trace_id(const wf_ult_t *u)
-{
-	return u ? (uint64_t)u->id : 0;
-}
-
+/* The hooks. Each is called only under WF_TRACING(), and none is inline:
+ * the call sites stay a load and a not-taken branch, so that the switch
+ * path is compiled as it would be without tracing.
+ *
+ * wf_trace_emit: append one record for the caller's worker w (NULL: not a
+ * worker). Called by w's kernel thread. */
+WF_HIDDEN void wf_trace_emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b);
 /* The switch on w from `from` (NULL: the loop) to `to` (NULL: the loop),
  * with from's after-switch action. Called by switch_to (sched.c). */
-static inline void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action)
-{
-	int code = action;
-	if (from && action != WF_AFTER_EXIT && action != WF_AFTER_REQUEUE) {
-		code |= from->block_reason << 8;
-		/* A joiner's target is alive until the joiner claims it: name it
-		 * by id. A hand-off's target may be gone already: not named. */
-		const void *obj = from->block_obj;
-		uint64_t what = from->block_reason == WF_BLOCK_JOIN ? ((const wf_ult_t *)obj)->id
-				: from->block_reason == WF_BLOCK_HANDOFF ? 0
-									 : (uint64_t)(uintptr_t)obj;
-		if (what)
-			wf_trace_emit(w, WF_EV_BLOCKOBJ, 0, 0, what, 0);
-	}
-	wf_trace_emit(w, WF_EV_SWITCH, code, to ? to->last_worker : -1, wf_trace_id(from),
-		      wf_trace_id(to));
-}
-
+WF_HIDDEN void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action);
 /* u was made runnable by the caller (running on w, or NULL). */
-static inline void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u)
-{
-	wf_trace_emit(w, WF_EV_UNPARK, 0, 0, wf_trace_id(u), wf_trace_id(w ? w->current : NULL));
-}
-
+WF_HIDDEN void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u);
 /* The caller took a contended lock (WF_TRACE_LOCK_*) it began waiting for
  * at t0 (wf_now_ns). Called by the lock's acquirer. */
-static inline void wf_trace_lock(const void *lock, int kind, uint64_t t0)
-{
-	wf_trace_emit(wf_worker_self(), WF_EV_LOCK, kind, 0, (uint64_t)(uintptr_t)lock,
-		      wf_now_ns() - t0);
-}
+WF_HIDDEN void wf_trace_lock(const void *lock, int kind, uint64_t t0);
 
 /* u was created by the caller (on w, or NULL), and its name if it has one. */
 WF_HIDDEN void wf_trace_create(wf_worker_t *w, wf_ult_t *u);
