@@ -72,9 +72,7 @@ void wf_park(wf_parker_t *p)
 		return;
 	if (p->ult) {
 		wf_worker_t *w = wf_worker_self();
-		atomic_store_explicit(&w->n_parks,
-				      atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
-				      memory_order_relaxed); /* owner-written: no RMW */
+		WF_OWNER_ADD(&w->n_parks, 1);
 		w->prev_parker = p;
 		wf_block(w, p->ult, WF_AFTER_PARK);
 		return;
@@ -187,9 +185,7 @@ void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p)
 	}
 	/* We own u now, exactly as wf_unpark's winner would. */
 	wf_worker_t *w = wf_worker_self();
-	atomic_store_explicit(&w->n_parks,
-			      atomic_load_explicit(&w->n_parks, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	WF_OWNER_ADD(&w->n_parks, 1);
 	if (WF_TRACING())
 		wf_trace_unpark(w, u);
 	wf_park_to(w, mine->ult, mine, u);

@@ -311,9 +311,7 @@ static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *n
 	} else {
 		to = &w->loop_ctx;
 	}
-	atomic_store_explicit(&w->n_switches,
-			      atomic_load_explicit(&w->n_switches, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	WF_OWNER_ADD(&w->n_switches, 1);
 	return wf_ctx_switch(from, to, w);
 }
 
@@ -405,9 +403,7 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 	w->prev_action = WF_AFTER_EXIT;
 	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
 		wf_cpu_account(w, self);
-	atomic_store_explicit(&w->n_switches,
-			      atomic_load_explicit(&w->n_switches, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	WF_OWNER_ADD(&w->n_switches, 1);
 	if (WF_TRACING()) {
 		if (next && next == (wf_ult_t *)j)
 			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
@@ -571,11 +567,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 				wf_futex_wait(&w->sleep_state, WF_SLEEPING, relp);
 				now = wf_now_ns();
 			}
-			atomic_store_explicit(
-				&w->sleep_ns,
-				atomic_load_explicit(&w->sleep_ns, memory_order_relaxed) +
-					(now - slept),
-				memory_order_relaxed);
+			WF_OWNER_ADD(&w->sleep_ns, now - slept);
 			if (now < until)
 				tune_spin(w, now - slept); /* a timer is not a hand-off */
 			if (WF_TRACING())
@@ -598,10 +590,7 @@ void wf_loop_run(wf_worker_t *w)
 	for (;;) {
 		uint64_t t0 = wf_now_ns();
 		wf_ult_t *u = find_work(w);
-		atomic_store_explicit(&w->idle_ns,
-				      atomic_load_explicit(&w->idle_ns, memory_order_relaxed) +
-					      (wf_now_ns() - t0),
-				      memory_order_relaxed); /* owner-written: no RMW */
+		WF_OWNER_ADD(&w->idle_ns, wf_now_ns() - t0);
 		if (!u)
 			return;
 		w = switch_to(w, &w->loop_ctx, u);

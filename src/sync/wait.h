@@ -123,8 +123,7 @@ WF_HIDDEN void wf_tsd_take_foreign(struct wf_tsd **slot);
 #define WF_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define WF_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_SEQ_CST)
 /* A counter only its lock's holder writes; others may read it. */
-#define WF_BUMP(p) \
-	__atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED)
+#define WF_BUMP(p) WF_OWNER_ADD(p, 1)
 
 /* An internal spinlock in a public object's uint32_t (rwlock, barrier).
  * Held only for a few instructions, never across a block. */

@@ -16,9 +16,9 @@
  *         run; instants for create, steal, migrate and contended locks.
  *         Threads that are not workers share tid 1000.
  *
- * A worker's lane starts in the loop unless its first switch shows a ULT
- * leaving it (the root ULT, running on worker 0 when tracing starts); runs
- * still open at the end are closed at the trace's end.
+ * Every lane starts in the loop; the root ULT, already running on worker 0
+ * when tracing starts, has a switch record of its own (wf_trace_running).
+ * Runs still open at the end are closed at the trace's end.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -117,7 +117,6 @@ typedef struct {
 	size_t nchunks, ci;                  /* ci: current chunk */
 	uint32_t ei;                         /* next record in it */
 	int tid;                             /* JSON tid, CSV worker (-1 foreign) */
-	int started;                         /* seen a SWITCH: the initial state is known */
 	uint64_t cur;                        /* ULT running, 0: none (in the loop) */
 	uint64_t since;   /* ns: when cur started, or when the loop was entered */
 	int sleeping;     /* between SLEEP and WAKE */
@@ -237,21 +236,9 @@ static void instant(out_t *o, stream_t *s, uint64_t ns, const char *name, const 
 	fprintf(o->json, ",\"s\":\"t\",\"name\":\"%s\",\"cat\":\"%s\",\"args\":{", name, cat);
 }
 
-/* Fix the lane's state before its first SWITCH: running `from` since the
- * start, or in the loop. */
-static void start_lane(stream_t *s, uint64_t from)
-{
-	if (s->started)
-		return;
-	s->started = 1;
-	s->cur = from;
-	s->since = 0;
-}
-
 static void on_switch(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 {
 	uint64_t from = e->a, to = e->b;
-	start_lane(s, from);
 	if (s->sleeping) { /* cannot happen: sleeps end before the loop switches */
 		slice_sched(o, s, "sleep", s->slept, ns);
 		s->sleeping = 0;
@@ -518,12 +505,10 @@ int wf_trace_export(const char *raw, const char *base, const wf_trace_meta_t *m)
 	if (m->tsc) {
 		wf_trace_clock_ref_t a = m->start, b = m->end;
 		if (b.mono_ns - a.mono_ns < 20000000u) {
-			a.mono_ns = wf_now_ns();
-			a.ticks = wf_trace_clock();
+			wf_trace_clock_ref(&a);
 			struct timespec d = {0, 20000000};
 			WF_SYS(nanosleep)(&d, NULL);
-			b.mono_ns = wf_now_ns();
-			b.ticks = wf_trace_clock();
+			wf_trace_clock_ref(&b);
 		}
 		o.ns_per_tick = b.ticks > a.ticks ? (double)(b.mono_ns - a.mono_ns) /
 							    (double)(b.ticks - a.ticks)

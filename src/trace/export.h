@@ -29,6 +29,9 @@ typedef struct {
 	uint64_t ticks, mono_ns;
 } wf_trace_clock_ref_t;
 
+/* Read both clocks now (trace.c). */
+WF_HIDDEN void wf_trace_clock_ref(wf_trace_clock_ref_t *r);
+
 typedef struct {
 	int workers;
 	wf_trace_clock_ref_t start, end;

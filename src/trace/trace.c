@@ -95,7 +95,7 @@ static int have_invariant_tsc(void)
 #endif
 }
 
-static void clock_ref(wf_trace_clock_ref_t *r)
+void wf_trace_clock_ref(wf_trace_clock_ref_t *r)
 {
 	r->mono_ns = wf_now_ns();
 	r->ticks = wf_trace_clock();
@@ -225,16 +225,10 @@ static void kick_flusher(void)
 	wf_futex_wake(&tr.kick, 1);
 }
 
-static void count_drop(wf_trace_stream_t *s)
-{
-	__atomic_store_n(&s->dropped, __atomic_load_n(&s->dropped, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELAXED);
-}
-
 wf_trace_ev_t *wf_trace_refill(wf_trace_stream_t *s)
 {
 	if (!s->chunk && atomic_load_explicit(&tr.spare, memory_order_relaxed) <= 0) {
-		count_drop(s); /* still nothing to write into */
+		WF_OWNER_ADD(&s->dropped, 1); /* still nothing to write into */
 		return NULL;
 	}
 	wf_spin_lock(&tr.lock);
@@ -256,7 +250,7 @@ wf_trace_ev_t *wf_trace_refill(wf_trace_stream_t *s)
 	if (full)
 		kick_flusher();
 	if (!s->pos) {
-		count_drop(s);
+		WF_OWNER_ADD(&s->dropped, 1);
 		/* Try again on the next record: the flusher returns chunks. */
 		return NULL;
 	}
@@ -411,7 +405,7 @@ int wf_trace_start(const char *path, int nworkers)
 		goto fail;
 	wf_trace_tsc = have_invariant_tsc();
 	tr.pid = getpid();
-	clock_ref(&tr.start);
+	wf_trace_clock_ref(&tr.start);
 	__atomic_store_n(&wf_trace_on, 1, __ATOMIC_RELEASE);
 	return 0;
 fail:
@@ -447,7 +441,7 @@ void wf_trace_stop(int all_stopped)
 		WF_SYS(nanosleep)(&ts, NULL);
 	}
 	wf_trace_clock_ref_t end;
-	clock_ref(&end);
+	wf_trace_clock_ref(&end);
 	wf_spin_lock(&tr.lock);
 	tr.stopping = 1;
 	wf_spin_unlock(&tr.lock);

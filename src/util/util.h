@@ -85,6 +85,11 @@ static inline uint64_t wf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Add v to a counter that only one thread writes and others may read:
+ * a relaxed load and store, no read-modify-write. */
+#define WF_OWNER_ADD(p, v) \
+	__atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
+
 /* A tiny test-and-test-and-set spinlock for short internal critical sections
  * (queue overflow, slot free lists). Never held across a context switch. */
 typedef struct {
