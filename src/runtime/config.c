@@ -176,6 +176,9 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 	/* Read by start() (init.c); only checked here. */
 	if ((v = env("WEFT_CPU_CLOCK")) && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
 		return EINVAL;
+	/* Read by wf_fence_init (util/fence.c); only checked here. */
+	if ((v = env("WEFT_MEMBARRIER")) && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+		return EINVAL;
 
 	if (!c.trace)
 		c.trace = env("WEFT_TRACE");

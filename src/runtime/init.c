@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "runtime/runtime.h"
+#include "util/fence.h"
 #include "util/sys.h"
 #include "sync/wait.h"
 #include "trace/trace.h"
@@ -97,6 +98,7 @@ static int start(const weft_config_t *c, int with_root)
 			wf_trace_running(0, root); /* it was not created by weft_create */
 	}
 	atomic_store(&wf_rt.state, WF_RT_STARTING);
+	wf_fence_init();
 	if ((e = wf_workers_start()) != 0) {
 		wf_trace_stop(1);
 		wf_stack_signals_fini();

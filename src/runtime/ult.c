@@ -6,6 +6,7 @@
 
 #include "runtime/runtime.h"
 #include "trace/trace.h"
+#include "util/fence.h"
 #include "util/sys.h"
 #include "sync/wait.h"
 
@@ -95,34 +96,55 @@ static int claim(wf_ult_t *u)
 						       memory_order_acq_rel, memory_order_acquire);
 }
 
-/* Would self joining u close a cycle of joins? self->joining is published
- * first, so of two ULTs joining each other at once at least one sees it.
+/* Cycles of joins (EDEADLK).
  *
- * The walk follows other ULTs' joining links, and a ULT down the chain may
- * finish its join and free its target at any moment. So walkers announce
- * themselves in join_walkers before they follow any link but their own
- * target's, and a joiner clears its link (seq_cst) and then waits for
- * join_walkers to drain before it frees its target (join_retire): either
- * the walker reads the cleared link, or the joiner sees the walker and
- * waits. Joins whose target is not joining anything (almost all) never
- * walk. Cycles longer than JOIN_CYCLE_MAX ULTs are not looked for (POSIX:
- * a deadlock "may" be detected); a walk costs at most that many steps. */
+ * A joiner publishes its link (self->joining = target) before it blocks;
+ * the context that then registers it as the target's joiner (the JOIN
+ * commit, sched.c) follows the links from the target, after its CAS on
+ * the target's joiner word. That CAS is the full fence between publishing
+ * one's own link and reading the next one, so of two ULTs that join each
+ * other at once at least one sees the cycle (and of a longer cycle, the
+ * last to commit). A cycle found is undone: the joiner is taken back out
+ * of the joiner word and woken with EDEADLK.
+ *
+ * Memory: the commit reads its target t while the joiner (which would
+ * free t) waits on join_checking. Following links past t - only when t is
+ * itself joining, which is rare - reads ULTs that may finish their joins
+ * and free their targets at any moment. So such walkers, and cancellers
+ * (wf_join_cancel), announce themselves in join_walkers and then issue the
+ * heavy side of an asymmetric fence (util/fence.h); a joiner clears its
+ * link, issues the light side, and waits for join_walkers to drain before
+ * it frees its target (join_retire): either the walker reads the cleared
+ * link, or the joiner sees the walker and waits. The common join thus pays
+ * no locked instruction of its own. Cycles longer than JOIN_CYCLE_MAX ULTs
+ * are not looked for (POSIX: a deadlock "may" be detected). */
 #define JOIN_CYCLE_MAX 64
 
 static atomic_int join_walkers;
 
-static int join_cycle(wf_ult_t *self, wf_ult_t *u)
+/* Spin until *flag is 0; yield the CPU now and then, in case the thread
+ * that clears it waits for this very CPU. */
+static void wait_zero(atomic_int *flag)
 {
-	atomic_store_explicit(&self->joining, u, memory_order_seq_cst);
-	/* u is our own target: alive until we free it. */
-	wf_ult_t *v = atomic_load_explicit(&u->joining, memory_order_seq_cst);
-	if (!v || v == self)
-		return v == self;
+	for (unsigned i = 1; atomic_load_explicit(flag, memory_order_acquire); i++) {
+		wf_cpu_relax();
+		if ((i & 1023) == 0)
+			WF_SYS(sched_yield)();
+	}
+}
+
+int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t)
+{
+	/* t is alive: p, its joiner, waits for us before it can free it. */
+	wf_ult_t *v = atomic_load_explicit(&t->joining, memory_order_seq_cst);
+	if (!v || v == p)
+		return v == p;
 	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
+	wf_fence_heavy();
 	int found = 0;
-	v = atomic_load_explicit(&u->joining, memory_order_seq_cst); /* again, announced */
+	v = atomic_load_explicit(&t->joining, memory_order_seq_cst); /* again, announced */
 	for (int depth = 0; v && depth < JOIN_CYCLE_MAX; depth++) {
-		if (v == self) {
+		if (v == p) {
 			found = 1;
 			break;
 		}
@@ -136,9 +158,9 @@ static int join_cycle(wf_ult_t *self, wf_ult_t *u)
  * followed it to its target finish before the target is freed. */
 static void join_retire(wf_ult_t *self)
 {
-	atomic_store_explicit(&self->joining, NULL, memory_order_seq_cst);
-	while (atomic_load_explicit(&join_walkers, memory_order_seq_cst))
-		wf_cpu_relax();
+	atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+	wf_fence_light(); /* the walkers' side: wf_fence_heavy */
+	wait_zero(&join_walkers);
 }
 
 /* weft_cancel of a ULT u that may be blocked joining: take it back out of
@@ -150,6 +172,7 @@ static void join_retire(wf_ult_t *self)
 int wf_join_cancel(wf_ult_t *u)
 {
 	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
+	wf_fence_heavy();
 	wf_ult_t *t = atomic_load_explicit(&u->joining, memory_order_seq_cst);
 	uintptr_t e = (uintptr_t)u;
 	int taken = t && atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
@@ -165,18 +188,18 @@ int wf_join_cancel(wf_ult_t *u)
 
 static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 {
-	if (join_cycle(self, u)) {
-		join_retire(self);
-		return EDEADLK;
-	}
+	/* The link for cycle checks; the JOIN commit's CAS orders it before
+	 * the commit's reading of u's link. Release: a walker that follows it
+	 * reads u's fields. */
+	atomic_store_explicit(&self->joining, u, memory_order_release);
 	uintptr_t j = atomic_load_explicit(&u->joiner, memory_order_acquire);
 	int e = 0;
 	if (j == WF_JOIN_NONE) {
 		/* Block; the next context registers us as u's joiner once we are
 		 * off our stack (sched.c, WF_AFTER_JOIN). */
 		/* A cancel that comes before this check is acted on here; one
-		 * that comes after it finds self->joining (published by
-		 * join_cycle) and takes us out (wf_join_cancel, sched.c). */
+		 * that comes after it finds self->joining and takes us out
+		 * (wf_join_cancel), or the JOIN commit sees it. */
 		if (wf_cancel_due(self)) {
 			join_retire(self);
 			wf_cancel_act();
@@ -186,6 +209,7 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 		self->block_obj = u;
 		wf_block(w, self, WF_AFTER_JOIN);
 		self->block_reason = WF_BLOCK_NONE;
+		wait_zero(&self->join_checking); /* the commit is done with u */
 		j = self->join_seen;
 		if (j == WF_JOIN_CANCELED) {
 			/* weft_cancel took us out; u stays joinable, as POSIX says. */
@@ -194,6 +218,8 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 		}
 		if (j == 0)
 			j = WF_JOIN_CLAIMED; /* registered, and woken by u's exit */
+		else if (j == WF_JOIN_DEADLK)
+			e = EDEADLK;
 		else if (j != WF_JOIN_EXITED)
 			e = EINVAL; /* a detach or another joiner came first */
 	} else if (j != WF_JOIN_EXITED) {

@@ -64,11 +64,14 @@
  *   checks every queue once more, and waits on its futex - until its
  *   earliest timer's deadline, if it has timers (src/sync/timer.c). A busy
  *   worker fires its expired timers every 16 decisions. Whoever queues
- *   work checks for sleepers after a full fence, so either the sleeper sees
- *   the work or the waker sees the sleeper (the store-buffering pattern,
- *   both sides fenced).
+ *   work checks for sleepers after a fence, so either the sleeper sees the
+ *   work or the waker sees the sleeper (the store-buffering pattern, both
+ *   sides fenced). The fence is asymmetric (util/fence.h): a compiler
+ *   barrier for the queuer, membarrier(2) for the worker going to sleep,
+ *   which already spun for tens of microseconds.
  */
 #include "sched/sched.h"
+#include "util/fence.h"
 #include "util/sys.h"
 #include "sync/wait.h"
 #include "trace/trace.h"
@@ -259,16 +262,25 @@ void wf_after_switch(wf_worker_t *w)
 		/* p wants to wait for p->join_target: register it as the joiner
 		 * now that it is off its stack. If the target exited (or a
 		 * detach/another join won the race), p runs again at once and
-		 * finds out why in join_target's joiner field. */
+		 * finds out why in join_target's joiner field.
+		 *
+		 * Registered, p could be woken by t's exit, run elsewhere and
+		 * free t while we still read t below. join_checking, set before
+		 * the CAS that any waking exit follows, makes p wait for us
+		 * (join_as_ult, ult.c). The CAS is also the full fence between
+		 * p's join link (published by weft_join) and our reading of t's
+		 * (a locked instruction on x86-64, an acquire-release pair on
+		 * aarch64 followed by an acquire load): of two ULTs that join
+		 * each other, one sees the other. */
 		wf_ult_t *t = p->join_target;
-		uintptr_t e = WF_JOIN_NONE;
+		uintptr_t e = WF_JOIN_NONE, seen = 0;
 		p->state = WF_PARKED;
 		p->join_seen = 0;
+		atomic_store_explicit(&p->join_checking, 1, memory_order_relaxed);
 		if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,
 							     memory_order_seq_cst,
 							     memory_order_acquire)) {
-			p->join_seen = e;
-			wf_make_runnable(w, p);
+			seen = e;
 		} else if (unlikely(wf_cancel_due(p))) {
 			/* Cancelled while switching away: a canceller that read
 			 * the joiner word before our CAS could not take p out;
@@ -276,11 +288,25 @@ void wf_after_switch(wf_worker_t *w)
 			e = (uintptr_t)p;
 			if (atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
 								    memory_order_seq_cst,
-								    memory_order_seq_cst)) {
-				p->join_seen = WF_JOIN_CANCELED;
-				wf_make_runnable(w, p);
-			}
+								    memory_order_seq_cst))
+				seen = WF_JOIN_CANCELED;
+		} else if (unlikely(wf_join_closes_cycle(p, t))) {
+			/* Take p back out, unless t's exit claimed it first -
+			 * then there was no deadlock after all. */
+			e = (uintptr_t)p;
+			if (atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
+								    memory_order_seq_cst,
+								    memory_order_seq_cst))
+				seen = WF_JOIN_DEADLK;
 		}
+		/* seen != 0: p is not registered (any longer) and ours to wake.
+		 * seen == 0: p is t's exit's to wake, and may already run
+		 * elsewhere, waiting for join_checking to drop (weft_join). */
+		if (seen)
+			p->join_seen = seen;
+		atomic_store_explicit(&p->join_checking, 0, memory_order_release); /* t is done */
+		if (seen)
+			wf_make_runnable(w, p);
 		break;
 	}
 	case WF_AFTER_EXIT:
@@ -419,10 +445,17 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 
 /* ---- the loop: spin, steal, sleep -------------------------------------- */
 
-/* pause instructions between two scans of an idle worker (~1-2 us) */
+/* pause instructions between two scans of an idle worker (~1 us), doubled
+ * after every scan that found nothing, up to SPIN_PAUSES << SPIN_BACKOFF
+ * (~12 us): each scan reads the victims' deque ends, and the next push or
+ * pop of their owners then waits for the cache line to come back - with a
+ * scan every microsecond, about 15 ns on every create+join of a busy
+ * neighbour. Work addressed to the spinner (inbox, global queue) is still
+ * noticed between pauses (work_hint). */
 #ifndef SPIN_PAUSES
 #define SPIN_PAUSES 64
 #endif
+#define SPIN_BACKOFF 4
 /* scans between two sched_yield() calls of a spinning worker (power of 2) */
 #define SPIN_YIELD_EVERY 4
 
@@ -525,7 +558,9 @@ static wf_ult_t *find_work(wf_worker_t *w)
 				break;
 			/* Back off between scans: every scan pulls the victims'
 			 * queue cache lines over, slowing their owners down. */
-			for (unsigned i = 0; i < SPIN_PAUSES && !work_hint(w); i++)
+			unsigned pauses = SPIN_PAUSES
+					  << (iter < SPIN_BACKOFF ? iter : SPIN_BACKOFF);
+			for (unsigned i = 0; i < pauses && !work_hint(w); i++)
 				wf_cpu_relax();
 			/* With more runnable kernel threads than CPUs, the thread
 			 * that will hand us work may be waiting for this very
@@ -540,6 +575,9 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		/* Sleep: announce, re-check everything, then wait. */
 		atomic_store_explicit(&w->sleep_state, WF_SLEEPING, memory_order_seq_cst);
 		atomic_fetch_add_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
+		/* Queuers fence lightly before they look for sleepers: the heavy
+		 * side is ours (util/fence.h). */
+		wf_fence_heavy();
 		u = pick_next(w);
 		if (!u)
 			u = steal_any(w, 1);

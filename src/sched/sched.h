@@ -210,6 +210,9 @@ WF_HIDDEN wf_ult_t *wf_registry_at(uint32_t slot);
 
 /* Freeing an exited ULT: registry slot and stack (runtime/ult.c). */
 WF_HIDDEN void wf_ult_free(wf_worker_t *w, wf_ult_t *u);
+/* Would p, just registered as t's joiner, close a cycle of joins?
+ * (runtime/ult.c; called by the JOIN commit while p->join_checking is set) */
+WF_HIDDEN int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t);
 
 static inline void wf_check_canary(wf_ult_t *u)
 {

@@ -83,8 +83,10 @@ enum wf_stack_kind {
 #define WF_JOIN_DETACHED ((uintptr_t)2)
 #define WF_JOIN_EXITED   ((uintptr_t)4) /* exited, nobody has claimed it yet */
 #define WF_JOIN_CLAIMED  ((uintptr_t)6) /* exited, and a joiner owns it */
-/* Only in join_seen: a canceller took the joiner out of its join. */
+/* Only in join_seen: a canceller took the joiner out of its join; the
+ * join would have closed a cycle of joins. */
 #define WF_JOIN_CANCELED ((uintptr_t)8)
+#define WF_JOIN_DEADLK   ((uintptr_t)10)
 
 typedef struct wf_ult {
 	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */
@@ -101,6 +103,8 @@ typedef struct wf_ult {
 	struct wf_ult *join_target;       /* for WF_AFTER_JOIN; owned by this ULT */
 	uintptr_t join_seen;              /* WF_AFTER_JOIN: target's joiner field
 	                                     if registering failed, else 0 */
+	atomic_int join_checking;         /* 1 while the context that registered this ULT
+	                             as a joiner still reads its target (sched.c) */
 	void *(*fn)(void *);
 	void *arg;
 	void *retval;

@@ -5,7 +5,9 @@
  * other workers are glibc pthreads whose loop runs on their own stack.
  *
  * Waking sleepers (the other half of find_work's sleep in sched.c): after
- * queueing work, a thread issues a full fence and reads nsleeping/nspinning.
+ * queueing work, a thread issues a fence and reads nsleeping/nspinning - the
+ * light side of an asymmetric fence (util/fence.h), whose heavy side the
+ * worker going to sleep pays, between announcing itself and re-checking.
  * If somebody sleeps and nobody spins, it wakes one sleeper: CAS its
  * sleep_state SLEEPING -> AWAKE (so one sleeper is woken once) and
  * futex-wake it. A spinning worker is left to find the work itself: a futex
@@ -18,6 +20,7 @@
 #include <sys/mman.h>
 
 #include "sched/sched.h"
+#include "util/fence.h"
 #include "util/sys.h"
 #if WF_ASAN
 #include <sanitizer/asan_interface.h>
@@ -44,13 +47,13 @@ static int wake_if_sleeping(wf_worker_t *t)
 
 void wf_wake_worker(wf_worker_t *t)
 {
-	atomic_thread_fence(memory_order_seq_cst);
+	wf_fence_light(); /* the sleeper's side: wf_fence_heavy in find_work */
 	wake_if_sleeping(t);
 }
 
 void wf_wake_one_idle(void)
 {
-	atomic_thread_fence(memory_order_seq_cst);
+	wf_fence_light(); /* as wf_wake_worker */
 	if (atomic_load_explicit(&wf_rt.nsleeping, memory_order_relaxed) == 0 ||
 	    atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0)
 		return;

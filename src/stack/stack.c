@@ -13,6 +13,18 @@
  * ULT switches away; guarded stacks report a guard-page hit from a SIGSEGV
  * handler running on a per-worker signal stack. Both name the ULT, then abort.
  *
+ * A slab stack's canary words lie below its own region, in the top bytes
+ * of the region before it, which that region's descriptor leaves free; the
+ * slab's first region borrows them from a page in front of the slab:
+ *
+ *   | pad page     | region 0                | region 1               | ...
+ *   |          [c0]| stack 0 ...    | wf_ult [c1]| stack 1 ... | wf_ult [c2]|
+ *
+ * So checking a fresh stack's canary touches a page its neighbour's
+ * descriptor already brought in, instead of faulting in the far end of its
+ * own region: a ULT that never uses much of its stack costs one page fault,
+ * not two (1,000,000 ULTs alive: ~1 s less).
+ *
  * Freed default-size stacks go to the worker's cache (no locks, no system
  * calls), then to a global cache; guarded ones past GLOBAL_CACHE_MAX are
  * unmapped, slab ones stay cached until shutdown.
@@ -36,6 +48,7 @@
 #endif
 
 enum { SLAB_STACKS = 64, GLOBAL_CACHE_MAX = 4096, CACHE_BATCH = WF_STACK_CACHE / 2 };
+#define SLAB_CANARY (WF_CANARY_WORDS * sizeof(uint64_t))
 
 static size_t page_size;
 static atomic_long guarded_live; /* guarded mappings alive, cached ones included */
@@ -93,6 +106,7 @@ static wf_ult_t *reuse(wf_ult_t *u)
 	atomic_store_explicit(&u->joining, NULL, memory_order_relaxed);
 	u->join_target = NULL;
 	u->join_seen = 0;
+	atomic_store_explicit(&u->join_checking, 0, memory_order_relaxed);
 	u->retval = NULL;
 	u->name[0] = '\0';
 	u->block_reason = WF_BLOCK_NONE;
@@ -143,19 +157,22 @@ static wf_ult_t *carve_slab(size_t size)
 			slabs = n;
 			slabs_cap = cap;
 		}
-		char *p = mmap(NULL, size * SLAB_STACKS, PROT_READ | PROT_WRITE,
+		size_t pg = wf_page_size();
+		char *p = mmap(NULL, pg + size * SLAB_STACKS, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
 		slabs[nslabs++] = p;
-		slab_bytes = size * SLAB_STACKS;
-		slab_cur = p;
+		slab_bytes = pg + size * SLAB_STACKS;
+		slab_cur = p + pg; /* the pad page holds region 0's canary */
 		slab_left = size * SLAB_STACKS;
 	}
 	char *base = slab_cur;
 	slab_cur += size;
 	slab_left -= size;
-	return layout(base, size, 0, WF_STACK_SLAB);
+	/* Shifted down by the canary: the region's own descriptor then ends
+	 * that far below its top, where the next region's canary goes. */
+	return layout(base - SLAB_CANARY, size, 0, WF_STACK_SLAB);
 }
 
 static int guard_budget_left(void)
@@ -323,8 +340,12 @@ void wf_stack_global_drain(void)
 	}
 	global_cache = NULL;
 	global_n = 0;
-	for (size_t i = 0; i < nslabs; i++)
+	for (size_t i = 0; i < nslabs; i++) {
+#if WF_ASAN
+		__asan_unpoison_memory_region(slabs[i], slab_bytes); /* as in unmap */
+#endif
 		munmap(slabs[i], slab_bytes);
+	}
 	nslabs = 0;
 	slab_cur = NULL;
 	slab_left = 0;

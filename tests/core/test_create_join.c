@@ -538,6 +538,38 @@ static void test_ids_increase_in_creation_order(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Two workers creating at once: every id is distinct, and each creator's
+ * ids increase. */
+enum { IDS_PER_CREATOR = 700 };
+static weft_t ids_made[2][IDS_PER_CREATOR];
+
+static void *make_ids(void *arg)
+{
+	weft_t *out = arg;
+	for (int i = 0; i < IDS_PER_CREATOR; i++) {
+		out[i] = wt_spawn(NULL, return_arg, NULL);
+		wt_join(out[i]);
+	}
+	return NULL;
+}
+
+static void test_ids_distinct_across_workers(void **state)
+{
+	wt_init(2);
+	weft_t a = wt_spawn_on(0, make_ids, ids_made[0]);
+	weft_t b = wt_spawn_on(1, make_ids, ids_made[1]);
+	wt_join(a);
+	wt_join(b);
+	for (int c = 0; c < 2; c++)
+		for (int i = 1; i < IDS_PER_CREATOR; i++)
+			WT_CMPU(ids_made[c][i], >, ids_made[c][i - 1]);
+	for (int i = 0; i < IDS_PER_CREATOR; i++)
+		for (int j = 0; j < IDS_PER_CREATOR; j++)
+			WT_TRUE(ids_made[0][i] != ids_made[1][j], "id %llu made twice",
+				(unsigned long long)ids_made[0][i]);
+	WT_OK(weft_shutdown());
+}
+
 static void test_20000_alive_parked(void **state)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -739,6 +771,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_getname_small_buffer_erange),
 		cmocka_unit_test(test_getname_unknown_esrch),
 		cmocka_unit_test(test_ids_increase_in_creation_order),
+		cmocka_unit_test(test_ids_distinct_across_workers),
 		cmocka_unit_test(test_20000_alive_parked),
 		cmocka_unit_test(test_20000_alive_in_a_join_chain),
 		cmocka_unit_test(test_recursive_fork_join_fib),

@@ -12,8 +12,9 @@
 #include <sys/wait.h>
 
 static const char *const weft_env_vars[] = {
-	"WEFT_WORKERS",    "WEFT_PIN",          "WEFT_SCHED",          "WEFT_CONTEXT",
-	"WEFT_STACK_SIZE", "WEFT_IDLE_SPIN_NS", "WEFT_GUARDED_STACKS", "WEFT_MIGRATE",
+	"WEFT_WORKERS",        "WEFT_PIN",        "WEFT_SCHED",
+	"WEFT_CONTEXT",        "WEFT_STACK_SIZE", "WEFT_IDLE_SPIN_NS",
+	"WEFT_GUARDED_STACKS", "WEFT_MIGRATE",    "WEFT_MEMBARRIER",
 };
 
 static void clear_weft_env(void)
@@ -509,6 +510,22 @@ static void test_env_migrate_honoured(void **state)
 	WT_EQ(c.migrate, 1);
 }
 
+static void test_env_bad_membarrier_einval(void **state)
+{
+	check_bad_env("WEFT_MEMBARRIER", "yes");
+	check_bad_env("WEFT_MEMBARRIER", "2");
+	/* both good values start the runtime (the scheme is chosen once per
+	 * process, at the first start: util/fence.c) */
+	clear_weft_env();
+	setenv("WEFT_MEMBARRIER", "0", 1);
+	wt_init(2);
+	WT_OK(weft_shutdown());
+	setenv("WEFT_MEMBARRIER", "1", 1);
+	wt_init(2);
+	WT_OK(weft_shutdown());
+	unsetenv("WEFT_MEMBARRIER");
+}
+
 static void test_env_bad_sched_einval(void **state)
 {
 	check_bad_env("WEFT_SCHED", "bogus");
@@ -601,6 +618,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env_idle_spin_honoured),
 		cmocka_unit_test(test_env_guarded_stacks_honoured),
 		cmocka_unit_test(test_env_bad_workers_einval),
+		cmocka_unit_test(test_env_bad_membarrier_einval),
 		cmocka_unit_test(test_env_bad_sched_einval),
 		cmocka_unit_test(test_env_bad_context_einval),
 		cmocka_unit_test(test_env_bad_stack_size_einval),
