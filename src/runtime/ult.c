@@ -174,10 +174,7 @@ int wf_join_cancel(wf_ult_t *u)
 	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
 	wf_fence_heavy();
 	wf_ult_t *t = atomic_load_explicit(&u->joining, memory_order_seq_cst);
-	uintptr_t e = (uintptr_t)u;
-	int taken = t && atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
-								 memory_order_seq_cst,
-								 memory_order_seq_cst);
+	int taken = t && wf_join_take_back(t, u);
 	atomic_fetch_sub_explicit(&join_walkers, 1, memory_order_release);
 	if (taken) {
 		u->join_seen = WF_JOIN_CANCELED;

@@ -285,18 +285,12 @@ void wf_after_switch(wf_worker_t *w)
 			/* Cancelled while switching away: a canceller that read
 			 * the joiner word before our CAS could not take p out;
 			 * we do (racing it and t's exit, all by CAS). */
-			e = (uintptr_t)p;
-			if (atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
-								    memory_order_seq_cst,
-								    memory_order_seq_cst))
+			if (wf_join_take_back(t, p))
 				seen = WF_JOIN_CANCELED;
 		} else if (unlikely(wf_join_closes_cycle(p, t))) {
 			/* Take p back out, unless t's exit claimed it first -
 			 * then there was no deadlock after all. */
-			e = (uintptr_t)p;
-			if (atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
-								    memory_order_seq_cst,
-								    memory_order_seq_cst))
+			if (wf_join_take_back(t, p))
 				seen = WF_JOIN_DEADLK;
 		}
 		/* seen != 0: p is not registered (any longer) and ours to wake.

@@ -213,6 +213,14 @@ WF_HIDDEN void wf_ult_free(wf_worker_t *w, wf_ult_t *u);
 /* Would p, just registered as t's joiner, close a cycle of joins?
  * (runtime/ult.c; called by the JOIN commit while p->join_checking is set) */
 WF_HIDDEN int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t);
+/* Take joiner p back out of t's joiner word (p -> NONE). Fails if t's exit
+ * (or another taker: a canceller, the JOIN commit) got there first. */
+static inline int wf_join_take_back(wf_ult_t *t, wf_ult_t *p)
+{
+	uintptr_t e = (uintptr_t)p;
+	return atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
+						       memory_order_seq_cst, memory_order_seq_cst);
+}
 
 static inline void wf_check_canary(wf_ult_t *u)
 {
