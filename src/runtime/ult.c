@@ -109,7 +109,8 @@ static int claim(wf_ult_t *u)
  *
  * Memory: the commit reads its target t while the joiner (which would
  * free t) waits on join_checking. Following links past t - only when t is
- * itself joining, which is rare - reads ULTs that may finish their joins
+ * itself joining and a ULT is already registered as p's joiner, which is
+ * rare even in chains of joins - reads ULTs that may finish their joins
  * and free their targets at any moment. So such walkers, and cancellers
  * (wf_join_cancel), announce themselves in join_walkers and then issue the
  * heavy side of an asymmetric fence (util/fence.h); a joiner clears its
@@ -139,6 +140,14 @@ int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t)
 	wf_ult_t *v = atomic_load_explicit(&t->joining, memory_order_seq_cst);
 	if (!v || v == p)
 		return v == p;
+	/* A longer cycle through p needs a ULT registered as p's joiner. If
+	 * none is yet, the one that registers later finds the cycle: its CAS
+	 * on p's joiner word comes after ours on t's, so its walk from p reads
+	 * every link ours would. This keeps chains of joins (each ULT joining
+	 * one that is itself joining) off the heavy fence. */
+	uintptr_t j = atomic_load_explicit(&p->joiner, memory_order_seq_cst);
+	if (j <= WF_JOIN_CLAIMED || (j & 1))
+		return 0;
 	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
 	wf_fence_heavy();
 	int found = 0;

@@ -102,12 +102,13 @@ static void test_join_self_edeadlk(void **state)
 }
 
 /* n ULTs, ULT i joins ULT (i+1) % n. */
+enum { CYCLE_MAX = 4 };
 struct cycle {
 	int n;
-	weft_t ids[3];
+	weft_t ids[CYCLE_MAX];
 	atomic_int go, arrived;
-	atomic_int rc[3], finished[3];
-	void *ret[3];
+	atomic_int rc[CYCLE_MAX], finished[CYCLE_MAX];
+	void *ret[CYCLE_MAX];
 };
 struct cycle_arg {
 	struct cycle *c;
@@ -132,7 +133,7 @@ static void *join_next(void *arg)
 static void run_cycle(int n)
 {
 	struct cycle c = {.n = n};
-	struct cycle_arg args[3];
+	struct cycle_arg args[CYCLE_MAX];
 	for (int i = 0; i < n; i++) {
 		args[i] = (struct cycle_arg){&c, i};
 		c.ids[i] = wt_spawn(NULL, join_next, &args[i]);
@@ -140,7 +141,7 @@ static void run_cycle(int n)
 	atomic_store(&c.go, 1);
 	for (int i = 0; i < n; i++)
 		WT_WAIT(atomic_load(&c.finished[i]), 10);
-	bool collected[3] = {false, false, false};
+	bool collected[CYCLE_MAX] = {false};
 	int deadlocks = 0;
 	for (int i = 0; i < n; i++) {
 		int r = atomic_load(&c.rc[i]);
@@ -212,6 +213,16 @@ static void test_join_cycle_of_three_edeadlk(void **state)
 	wt_init(3);
 	for (int round = 0; round < 200; round++)
 		run_cycle(3);
+	WT_OK(weft_shutdown());
+}
+
+/* Four: the commits that close it must walk past their targets, and those
+ * that skip the walk (no joiner registered yet) leave it to a later one. */
+static void test_join_cycle_of_four_edeadlk(void **state)
+{
+	wt_init(2);
+	for (int round = 0; round < 200; round++)
+		run_cycle(4);
 	WT_OK(weft_shutdown());
 }
 
@@ -755,6 +766,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_join_self_edeadlk),
 		cmocka_unit_test(test_join_cycle_of_two_edeadlk),
 		cmocka_unit_test(test_join_cycle_of_three_edeadlk),
+		cmocka_unit_test(test_join_cycle_of_four_edeadlk),
 		cmocka_unit_test(test_long_join_chains),
 		cmocka_unit_test(test_join_unknown_esrch),
 		cmocka_unit_test(test_join_twice_esrch),
