@@ -15,6 +15,7 @@
 #define WF_RUNQ_SIZE   256 /* per-worker stealable ring; must be a power of two */
 #define WF_SLOT_CACHE  64
 #define WF_STACK_CACHE 64
+#define WF_TSD_CACHE   16 /* thread-specific value tables a worker keeps */
 #define WF_SEEN_MAX    64 /* victims a thief remembers (power of two) */
 
 /* What the next context must do with the ULT that just switched away
@@ -78,6 +79,8 @@ typedef struct wf_worker {
 	int nslots;
 	wf_ult_t *stack_cache[WF_STACK_CACHE]; /* freed default-size stacks */
 	int nstacks;
+	struct wf_tsd *tsd_cache; /* tables of exited ULTs, values all NULL (sync/tsd.c) */
+	int ntsd;
 	long seen_top[WF_SEEN_MAX]; /* thief: victim's top (+1) at the last scan */
 	int seen_count;             /* thief: scans that saw it unchanged */
 	long created, exited;       /* ULTs created / exited here; owner writes, wf_live reads */
@@ -193,6 +196,7 @@ WF_HIDDEN int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, size_
 			     wf_ult_t **out);
 WF_HIDDEN void wf_stack_free(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN void wf_stack_cache_drain(wf_worker_t *w);
+WF_HIDDEN void wf_tsd_cache_drain(wf_worker_t *w);
 WF_HIDDEN void wf_stack_global_drain(void);
 WF_HIDDEN int wf_stack_signals_init(void);
 WF_HIDDEN void wf_stack_signals_fini(void);

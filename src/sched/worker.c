@@ -252,6 +252,7 @@ void wf_workers_stop(void)
 	}
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_stack_cache_drain(wf_rt.workers[i]);
+		wf_tsd_cache_drain(wf_rt.workers[i]);
 		worker_free(wf_rt.workers[i]);
 	}
 	free(wf_rt.workers);

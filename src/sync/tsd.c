@@ -11,6 +11,12 @@
  * its descriptor and is owned by the ULT; a foreign thread's is
  * thread-local, and a pthread key runs its destructors when it exits. The
  * root ULT's table becomes its kernel thread's at weft_shutdown.
+ *
+ * An exiting ULT's destructors leave every value of its table NULL, which
+ * makes the table, blocks and all, as good as a fresh one: it goes to its
+ * worker's cache (owned by the worker, like the stack cache) for the next
+ * ULT there that sets a value. So a ULT that sets one value costs no
+ * allocation once its worker has a table cached.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,8 +34,13 @@ typedef struct {
 } wf_tsd_entry_t;
 
 struct wf_tsd {
+	uint32_t used;         /* bit b: block[b] is allocated */
+	uint32_t set[NBLOCKS]; /* bit i of set[b]: block[b][i] may hold a value */
 	wf_tsd_entry_t *block[NBLOCKS];
+	struct wf_tsd *next; /* in a worker's cache */
 };
+
+_Static_assert(NBLOCKS <= 32 && BLOCK == 32, "one bit per block, and per entry of a block");
 
 static struct {
 	_Atomic uint32_t seq; /* odd: the key exists */
@@ -94,6 +105,50 @@ static struct wf_tsd **my_table(void)
 	return &foreign_tsd;
 }
 
+/* A table with every value NULL: the worker's cached one, or a new one. */
+static struct wf_tsd *table_get(int ult)
+{
+	wf_worker_t *w = ult ? wf_worker_self() : NULL;
+	struct wf_tsd *t = w ? w->tsd_cache : NULL;
+	if (t) {
+		w->tsd_cache = t->next;
+		w->ntsd--;
+		t->next = NULL;
+		return t;
+	}
+	return calloc(1, sizeof *t);
+}
+
+static void table_free(struct wf_tsd *t)
+{
+	for (uint32_t m = t->used; m; m &= m - 1)
+		free(t->block[__builtin_ctz(m)]);
+	free(t);
+}
+
+/* t's values are all NULL: cache it on the calling ULT's worker, or free it. */
+static void table_put(struct wf_tsd *t)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current && w->ntsd < WF_TSD_CACHE) {
+		t->next = w->tsd_cache;
+		w->tsd_cache = t;
+		w->ntsd++;
+		return;
+	}
+	table_free(t);
+}
+
+void wf_tsd_cache_drain(wf_worker_t *w)
+{
+	while (w->tsd_cache) {
+		struct wf_tsd *t = w->tsd_cache;
+		w->tsd_cache = t->next;
+		table_free(t);
+	}
+	w->ntsd = 0;
+}
+
 void *weft_getspecific(weft_key_t k)
 {
 	if (k >= WEFT_KEYS_MAX)
@@ -116,7 +171,7 @@ int weft_setspecific(weft_key_t k, const void *value)
 		return EINVAL;
 	struct wf_tsd **slot = my_table();
 	if (!*slot) {
-		if (!(*slot = calloc(1, sizeof **slot)))
+		if (!(*slot = table_get(slot != &foreign_tsd)))
 			return ENOMEM;
 		if (slot == &foreign_tsd) {
 			WF_SYS(pthread_once)(&foreign_exit_once, foreign_exit_init);
@@ -124,48 +179,57 @@ int weft_setspecific(weft_key_t k, const void *value)
 		}
 	}
 	struct wf_tsd *t = *slot;
-	if (!t->block[k / BLOCK] && !(t->block[k / BLOCK] = calloc(BLOCK, sizeof(wf_tsd_entry_t))))
-		return ENOMEM;
+	if (!t->block[k / BLOCK]) {
+		if (!(t->block[k / BLOCK] = calloc(BLOCK, sizeof(wf_tsd_entry_t))))
+			return ENOMEM;
+		t->used |= 1u << (k / BLOCK);
+	}
 	wf_tsd_entry_t *e = &t->block[k / BLOCK][k % BLOCK];
 	e->seq = seq;
 	e->val = (void *)value;
+	t->set[k / BLOCK] |= 1u << (k % BLOCK);
 	return 0;
 }
 
-/* Run the destructors of t's values with the POSIX iteration rule, then
- * free t. Runs on the exiting thread, which may still block in them. */
+/* Run the destructors of t's values with the POSIX iteration rule, and
+ * leave every value NULL. Runs on the exiting thread, which may still
+ * block in them (and set values again: t->used is read afresh). */
 static void run_destructors(struct wf_tsd *t)
 {
 	for (int round = 0; round < WEFT_DESTRUCTOR_ITERATIONS; round++) {
 		int any = 0;
-		for (unsigned b = 0; b < NBLOCKS; b++) {
-			if (!t->block[b])
-				continue;
-			for (unsigned i = 0; i < BLOCK; i++) {
+		for (uint32_t bm = t->used; bm; bm &= bm - 1) {
+			unsigned b = (unsigned)__builtin_ctz(bm);
+			/* This round's values; those set again go to the next. */
+			uint32_t m = t->set[b];
+			t->set[b] = 0;
+			for (; m; m &= m - 1) {
+				unsigned i = (unsigned)__builtin_ctz(m), k = b * BLOCK + i;
 				wf_tsd_entry_t *e = &t->block[b][i];
-				unsigned k = b * BLOCK + i;
-				if (!e->val)
+				void *v = e->val;
+				if (!v)
 					continue;
+				e->val = NULL;
 				void (*dtor)(void *) =
 					atomic_load_explicit(&keys[k].dtor, memory_order_relaxed);
 				if (e->seq != atomic_load_explicit(&keys[k].seq,
 								   memory_order_acquire) ||
-				    !dtor) {
-					e->val = NULL;
+				    !dtor)
 					continue;
-				}
-				void *v = e->val;
-				e->val = NULL;
 				dtor(v);
 				any = 1;
 			}
 		}
 		if (!any)
-			break;
+			return;
 	}
-	for (unsigned b = 0; b < NBLOCKS; b++)
-		free(t->block[b]);
-	free(t);
+	/* Values set again in the last round: dropped, as POSIX allows. */
+	for (uint32_t bm = t->used; bm; bm &= bm - 1) {
+		unsigned b = (unsigned)__builtin_ctz(bm);
+		for (uint32_t m = t->set[b]; m; m &= m - 1)
+			t->block[b][__builtin_ctz(m)].val = NULL;
+		t->set[b] = 0;
+	}
 }
 
 void wf_tsd_exit(struct wf_tsd **slot)
@@ -177,6 +241,7 @@ void wf_tsd_exit(struct wf_tsd **slot)
 		return;
 	run_destructors(t);
 	*slot = NULL;
+	table_put(t);
 }
 
 void wf_tsd_take_foreign(struct wf_tsd **slot)
@@ -200,6 +265,7 @@ void wf_tsd_adopt(struct wf_tsd **slot)
 	*slot = NULL;
 	if (foreign_tsd) {
 		run_destructors(t); /* both tables set: keep the thread's own */
+		table_free(t);
 		return;
 	}
 	foreign_tsd = t;

@@ -245,6 +245,44 @@ static void test_destructor_iterations(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* An exited ULT's table is reused by the next ULT of its worker that sets
+ * a value: that ULT must start with every value NULL - also those of a
+ * second block of keys, and one whose destructor kept setting it again
+ * until the iterations ran out. */
+enum { REUSE_KEYS = 40 };
+static weft_key_t reuse_keys[REUSE_KEYS];
+static atomic_int reuse_dtor_calls;
+
+static void reuse_dtor(void *v)
+{
+	atomic_fetch_add(&reuse_dtor_calls, 1);
+	WT_OK(weft_setspecific(reuse_keys[0], v)); /* again, every round */
+}
+
+static void *reuse_set_all(void *arg)
+{
+	for (int i = 0; i < REUSE_KEYS; i++) {
+		WT_EQ_PTR(weft_getspecific(reuse_keys[i]), NULL);
+		WT_OK(weft_setspecific(reuse_keys[i], arg));
+	}
+	return NULL;
+}
+
+static void test_values_start_null_in_reused_tables(void **state)
+{
+	wt_init(1); /* one worker: every ULT reuses the tables its predecessors left */
+	int x;
+	WT_OK(weft_key_create(&reuse_keys[0], reuse_dtor));
+	for (int i = 1; i < REUSE_KEYS; i++)
+		WT_OK(weft_key_create(&reuse_keys[i], NULL));
+	for (int round = 0; round < 3 * 16 + 1; round++)
+		wt_join(wt_spawn(NULL, reuse_set_all, &x));
+	WT_EQ(atomic_load(&reuse_dtor_calls), (3 * 16 + 1) * WEFT_DESTRUCTOR_ITERATIONS);
+	for (int i = 0; i < REUSE_KEYS; i++)
+		WT_OK(weft_key_delete(reuse_keys[i]));
+	WT_OK(weft_shutdown());
+}
+
 /* A destructor of one key sets another key's value: that one's destructor
  * runs in the next iteration. */
 static weft_key_t chain_a, chain_b;
@@ -1083,6 +1121,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_destructor_runs_at_exit),
 		cmocka_unit_test(test_destructor_not_called_for_null),
 		cmocka_unit_test(test_destructor_iterations),
+		cmocka_unit_test(test_values_start_null_in_reused_tables),
 		cmocka_unit_test(test_destructor_sets_other_key),
 		cmocka_unit_test(test_key_delete_runs_no_destructor),
 		cmocka_unit_test(test_cleanup_pop_execute),
