@@ -1,16 +1,28 @@
 /* The hybrid backend: M:N on weft (seed 000's HybridThreads). Every
- * simulation thread is a weft ULT, made at its first Go; weft's workers are
- * the simulated CPUs. Wait parks the ULT, Go unparks it - so a thread made
+ * simulation thread runs on a weft ULT, its carrier; weft's workers are the
+ * simulated CPUs. Wait parks the carrier, Go unparks it - so a thread made
  * READY by a thread on one worker is stolen by an idle worker and runs in
  * parallel - and the Go+Wait of a hand-off is weft_park_handoff, which runs
  * the successor on the same worker with one context switch (seed 000
  * §2.4.4: "the new userspace thread will be run on the current core").
  *
- * A weft park may return spuriously, so each thread also has a token word:
- * Go sets it before the unpark, Wait parks until it can take it. A thread in
+ * Carriers outlive their threads: when a thread completes, its carrier
+ * parks, and ThreadDelete (reap) puts it in a pool from which ThreadCreate
+ * takes one for a new thread. So a par of short behaviors costs a park and
+ * an unpark per child, not a weft_create, an exit and a weft_join. A
+ * carrier is made at a thread's first Go when the pool was empty at its
+ * ThreadCreate; the pool is emptied (its carriers ended and joined) when
+ * the simulation stops. Ownership: the pool is pushed to by any reaper (a
+ * CAS) and popped only by ThreadCreate, which runs under the kernel lock
+ * (or alone, sequentially) - one popper, so no ABA.
+ *
+ * A weft park may return spuriously, so each carrier has a token word: Go
+ * sets it before the unpark, Wait parks until it can take it. A thread in
  * RUN gets exactly one Go (from the thread that dispatched it) before its
- * next Wait, so the owner may take the token with a load and a store - no
- * read-modify-write on the hand-off path.
+ * next Wait, and a completed thread gets none, so the owner may take the
+ * token with a load and a store - no read-modify-write on the hand-off
+ * path. The Go that starts a thread on a pooled carrier is the token the
+ * idle carrier waits for.
  *
  * If the program has not started weft, wsim_run starts it with `simcpus`
  * workers and stops it at the end; otherwise the simulation runs on the
@@ -18,40 +30,95 @@
 #include "sim/kernel.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include <weft.h>
 
+typedef struct carrier {
+	weft_t ult;
+	atomic_int token;     /* a Go not yet taken by a Wait */
+	wsim_thread_t *t;     /* the thread it runs next; NULL: end */
+	struct carrier *next; /* in the pool */
+} carrier_t;
+
 typedef struct hybrid_thread {
-	weft_t ult;       /* 0 until the first Go */
-	atomic_int token; /* a Go not yet taken by a Wait */
+	carrier_t *c; /* from the pool at create, else made at the first Go */
+	int started;  /* has had its first Go */
 } hybrid_thread_t;
 
 static int own_runtime; /* wsim_run started weft */
 static weft_mutex_t klock;
 static weft_sem_t done;
+static _Atomic(carrier_t *) pool;
 
 static inline hybrid_thread_t *bk(wsim_thread_t *t)
 {
 	return (hybrid_thread_t *)(void *)t->bk;
 }
 
-static void *entry(void *arg)
+static void pool_push(carrier_t *c)
 {
-	wsim_thread_body(arg);
-	return NULL;
+	carrier_t *head = atomic_load_explicit(&pool, memory_order_relaxed);
+	do
+		c->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&pool, &head, c, memory_order_release,
+						      memory_order_relaxed));
 }
 
-/* The first Go makes the ULT; it starts on this worker's queue. A failure
- * here has no caller to report to (par has returned long ago), so it is
- * retried for a while - memory may come back as other threads end - and
- * then it is fatal. */
-static void start_ult(wsim_thread_t *t)
+/* The one popper: ThreadCreate (kernel lock held) or stop(). */
+static carrier_t *pool_pop(void)
 {
+	carrier_t *c = atomic_load_explicit(&pool, memory_order_acquire);
+	while (c && !atomic_compare_exchange_weak_explicit(&pool, &c, c->next, memory_order_acquire,
+							   memory_order_acquire))
+		;
+	return c;
+}
+
+/* Take this carrier's token: park until a Go has given it. */
+static void take_token(carrier_t *c)
+{
+	while (!atomic_load_explicit(&c->token, memory_order_acquire))
+		weft_park();
+	atomic_store_explicit(&c->token, 0, memory_order_relaxed);
+}
+
+static void give_token(carrier_t *c)
+{
+	atomic_store_explicit(&c->token, 1, memory_order_release);
+}
+
+/* A carrier runs threads until stop() hands it NULL. */
+static void *entry(void *arg)
+{
+	carrier_t *c = arg;
+	for (;;) {
+		wsim_thread_body(c->t);
+		take_token(c); /* the Go of the next thread, after a create */
+		if (!c->t)
+			return NULL;
+	}
+}
+
+/* A new carrier for t; it starts on this worker's queue. A failure here has
+ * no caller to report to (par has returned long ago), so it is retried for
+ * a while - memory may come back as other threads end - and then it is
+ * fatal. */
+static void start_carrier(wsim_thread_t *t)
+{
+	carrier_t *c;
+	for (int tries = 0; !(c = calloc(1, sizeof *c)); tries++) {
+		if (tries == 1000)
+			wsim_panic("hybrid backend: no memory for a carrier");
+		weft_sleep_ns(1000000);
+	}
+	c->t = t;
+	bk(t)->c = c;
 	weft_attr_t a;
 	weft_attr_init(&a);
 	weft_attr_setstacksize(&a, wsim_k.stack_size);
 	int r;
-	for (int tries = 0; (r = weft_create(&bk(t)->ult, &a, entry, t)) != 0; tries++) {
+	for (int tries = 0; (r = weft_create(&c->ult, &a, entry, c)) != 0; tries++) {
 		if ((r != EAGAIN && r != ENOMEM) || tries == 1000)
 			wsim_panic("hybrid backend: weft_create failed: errno %d", r);
 		weft_sleep_ns(1000000);
@@ -62,6 +129,7 @@ static void start_ult(wsim_thread_t *t)
 static int start(void)
 {
 	own_runtime = 0;
+	atomic_store_explicit(&pool, NULL, memory_order_relaxed);
 	if (weft_num_workers() == 0) {
 		weft_config_t c;
 		int r = weft_config_init(&c);
@@ -82,6 +150,14 @@ static int start(void)
 
 static void stop(void)
 {
+	carrier_t *c;
+	while ((c = pool_pop())) {
+		c->t = NULL;
+		give_token(c);
+		weft_unpark(c->ult);
+		weft_join(c->ult, NULL);
+		free(c);
+	}
 	weft_sem_destroy(&done);
 	weft_mutex_destroy(&klock);
 	if (own_runtime)
@@ -90,43 +166,52 @@ static void stop(void)
 
 static int create(wsim_thread_t *t)
 {
-	bk(t)->ult = WEFT_NULL;
-	atomic_init(&bk(t)->token, 0);
+	hybrid_thread_t *b = bk(t);
+	b->started = 0;
+	b->c = pool_pop();
+	if (b->c)
+		b->c->t = t; /* published by the token of the first Go */
 	return 0;
+}
+
+/* The first Go of t: 1 if it needs a new carrier (made here). */
+static int first_go(wsim_thread_t *t)
+{
+	hybrid_thread_t *b = bk(t);
+	if (b->started)
+		return 0;
+	b->started = 1;
+	if (b->c)
+		return 0;
+	start_carrier(t);
+	return 1;
 }
 
 static void go(wsim_thread_t *t)
 {
-	hybrid_thread_t *b = bk(t);
-	if (b->ult == WEFT_NULL) {
-		start_ult(t);
+	if (first_go(t))
 		return;
-	}
-	atomic_store_explicit(&b->token, 1, memory_order_release);
-	weft_unpark(b->ult);
+	carrier_t *c = bk(t)->c;
+	give_token(c);
+	weft_unpark(c->ult);
 }
 
 static void wait(wsim_thread_t *self)
 {
-	hybrid_thread_t *b = bk(self);
-	while (!atomic_load_explicit(&b->token, memory_order_acquire))
-		weft_park();
-	atomic_store_explicit(&b->token, 0, memory_order_relaxed);
+	take_token(bk(self)->c);
 }
 
 static void switch_to(wsim_thread_t *self, wsim_thread_t *next)
 {
-	hybrid_thread_t *n = bk(next);
-	if (n->ult == WEFT_NULL) {
-		start_ult(next); /* queued at the bottom of our deque: runs next */
-	} else {
-		atomic_store_explicit(&n->token, 1, memory_order_release);
-		weft_park_handoff(n->ult);
+	if (!first_go(next)) { /* a new carrier is queued at our deque's bottom: runs next */
+		carrier_t *c = bk(next)->c;
+		give_token(c);
+		weft_park_handoff(c->ult);
 	}
 	wait(self);
 }
 
-/* The ULT returns from entry() after this; its worker then runs next. */
+/* Our carrier then parks for its next thread; its worker runs next. */
 static void finish(wsim_thread_t *self, wsim_thread_t *next)
 {
 	if (next)
@@ -141,12 +226,19 @@ static void abort_self(wsim_thread_t *self)
 static void reap(wsim_thread_t *t)
 {
 	hybrid_thread_t *b = bk(t);
-	if (b->ult == WEFT_NULL)
+	carrier_t *c = b->c; /* left set: a blocked t may yet read it (wait) */
+	if (!c)
 		return;
-	if (t->state != WSIM_COMPLETE)
-		go(t); /* blocked: it ends itself (abort_self) */
-	weft_join(b->ult, NULL);
-	b->ult = WEFT_NULL;
+	if (!b->started || t->state == WSIM_COMPLETE) {
+		pool_push(c); /* idle, or about to be */
+		return;
+	}
+	/* Blocked at teardown: a Go, and it ends itself and its carrier
+	 * (abort_self). */
+	give_token(c);
+	weft_unpark(c->ult);
+	weft_join(c->ult, NULL);
+	free(c);
 }
 
 static void lock(void)

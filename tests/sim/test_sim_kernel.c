@@ -2021,6 +2021,54 @@ static void test_parallel_delta_cycles(void **state)
 	WT_EQ(st.threads, 1 + NPWAITERS + 2);
 }
 
+/* Many rounds of short behaviors: each runs once, as itself (its wsim
+ * calls act on its own thread), also where a backend runs it on a thread
+ * left over from an earlier behavior (the hybrid backend's carriers). */
+enum { REUSE_ROUNDS = 300, REUSE_WIDTH = 5 };
+struct reuse_run {
+	atomic_int runs;
+	atomic_int bad_time;
+};
+
+static void reuse_kid(void *arg)
+{
+	struct reuse_run *r = arg;
+	wsim_time_t t0 = wsim_now();
+	WT_OK(wsim_waitfor(1));
+	if (wsim_now() != t0 + 1)
+		atomic_fetch_add(&r->bad_time, 1);
+	atomic_fetch_add(&r->runs, 1);
+}
+
+static void reuse_root(void *arg)
+{
+	wsim_behavior_t b[REUSE_WIDTH];
+	for (int i = 0; i < REUSE_WIDTH; i++)
+		b[i] = (wsim_behavior_t){reuse_kid, arg};
+	for (int round = 0; round < REUSE_ROUNDS; round++)
+		WT_OK(wsim_par(1 + round % REUSE_WIDTH, b));
+}
+
+static void reuse_once(int simcpus)
+{
+	struct reuse_run r = {0};
+	run(simcpus, reuse_root, &r);
+	int want = 0;
+	for (int round = 0; round < REUSE_ROUNDS; round++)
+		want += 1 + round % REUSE_WIDTH;
+	WT_EQ(atomic_load(&r.runs), want);
+	WT_EQ(atomic_load(&r.bad_time), 0);
+	WT_EQ(stats().end_time, REUSE_ROUNDS);
+	WT_EQ(stats().threads, 1 + (uint64_t)want);
+}
+
+static void test_many_short_behaviors(void **state)
+{
+	reuse_once(1);
+	need_parallel();
+	reuse_once(2);
+}
+
 static void test_parallel_deadlock_teardown(void **state)
 {
 	need_parallel();
@@ -2162,6 +2210,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_parallel_children_run_concurrently),
 		cmocka_unit_test(test_parallel_stress_channels),
 		cmocka_unit_test(test_parallel_delta_cycles),
+		cmocka_unit_test(test_many_short_behaviors),
 		cmocka_unit_test(test_parallel_deadlock_teardown),
 		cmocka_unit_test(test_hybrid_runs_on_program_runtime),
 		cmocka_unit_test(test_foreign_pthread_gets_eperm_in_parallel_mode),
