@@ -8,7 +8,11 @@
  * WEFT_BENCH_SYSTEMC), which times the model itself: wall clock and
  * getrusage user and system time. Rows are run round-robin, trial by trial,
  * so slow drifts of the machine hit every row alike; a row's figures are
- * those of its median trial by elapsed time. "speedup vs posix" divides the
+ * those of its median trial by elapsed time, with the fastest and slowest
+ * trials shown next to it. Rows whose first trial took under SHORT_ROW_S
+ * (all but the posix and lite rows of Producer-Consumer and TFMUL) are
+ * noisiest and cheapest: they run MAX_TRIALS trials, the first of them a
+ * warm-up that is not counted; the others run 3. "speedup vs posix" divides the
  * elapsed time of the model's sequential posix row (the seeds' PosixThreads
  * baseline) by the row's. A row whose checksum or simulated time differs
  * from the model's first row is marked MISMATCH - every backend must
@@ -23,8 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_ROWS   64
-#define MAX_TRIALS 7
+#define MAX_ROWS    64
+#define MAX_TRIALS  8
+#define SHORT_ROW_S 0.5
 
 struct row {
 	const char *model, *backend;
@@ -93,19 +98,47 @@ static int run_row(struct row *r, double size)
 	return 0;
 }
 
-/* Index of the median trial by elapsed time. */
-static int median_trial(const struct row *r)
+/* The trials that count: all, or all but the warm-up of a short row. */
+static int first_counted(const struct row *r)
 {
-	int idx[MAX_TRIALS];
-	for (int i = 0; i < r->ntrials; i++)
-		idx[i] = i;
-	for (int i = 1; i < r->ntrials; i++)
+	return r->ntrials == MAX_TRIALS ? 1 : 0;
+}
+
+/* Indices of the counted trials, by elapsed time; returns their number. */
+static int sorted_trials(const struct row *r, int idx[MAX_TRIALS])
+{
+	int n = 0;
+	for (int i = first_counted(r); i < r->ntrials; i++)
+		idx[n++] = i;
+	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && r->elapsed[idx[j]] < r->elapsed[idx[j - 1]]; j--) {
 			int x = idx[j];
 			idx[j] = idx[j - 1];
 			idx[j - 1] = x;
 		}
-	return idx[r->ntrials / 2];
+	return n;
+}
+
+/* Index of the median trial by elapsed time. */
+static int median_trial(const struct row *r)
+{
+	int idx[MAX_TRIALS];
+	int n = sorted_trials(r, idx);
+	return idx[n / 2];
+}
+
+static double fastest(const struct row *r)
+{
+	int idx[MAX_TRIALS];
+	sorted_trials(r, idx);
+	return r->elapsed[idx[0]];
+}
+
+static double slowest(const struct row *r)
+{
+	int idx[MAX_TRIALS];
+	int n = sorted_trials(r, idx);
+	return r->elapsed[idx[n - 1]];
 }
 
 static void machine_name(char *buf, size_t n)
@@ -175,10 +208,15 @@ int wb_sim_main(const wb_opts_t *o)
 			rows[k++] = rows[i];
 	nrows = k;
 
-	for (int t = 0; t < trials; t++)
-		for (int i = 0; i < nrows; i++)
-			if (!rows[i].failed)
-				rows[i].failed = run_row(&rows[i], size);
+	for (int t = 0; t < MAX_TRIALS; t++)
+		for (int i = 0; i < nrows; i++) {
+			struct row *r = &rows[i];
+			int want = trials > 1 && r->ntrials > 0 && r->elapsed[0] < SHORT_ROW_S
+					   ? MAX_TRIALS
+					   : trials;
+			if (!r->failed && t < want)
+				r->failed = run_row(r, size);
+		}
 
 	char machine[512];
 	machine_name(machine, sizeof machine);
@@ -187,12 +225,14 @@ int wb_sim_main(const wb_opts_t *o)
 		       "\"trials\": %d, \"systemc\": %s}}\n",
 		       machine, size, trials, have_systemc ? "true" : "false");
 	else
-		printf("weft-bench sim: %s\nsize %g, median of %d trial%s per row (run "
-		       "round-robin), each row a process of its own%s\n\n"
+		printf("weft-bench sim: %s\nsize %g, median of %d trial%s per row (rows under "
+		       "%g s: %d, after a warm-up), fastest-slowest in brackets; run "
+		       "round-robin, each row a process of its own%s\n\n"
 		       "| model | backend | simcpus | user s | sys s | elapsed s | CPU load | "
 		       "speedup vs posix | checksum | sim time |\n"
 		       "|---|---|---|---|---|---|---|---|---|---|\n",
-		       machine, size, trials, trials == 1 ? "" : "s",
+		       machine, size, trials, trials == 1 ? "" : "s", SHORT_ROW_S,
+		       trials > 1 ? MAX_TRIALS - 1 : 1,
 		       have_systemc ? "" : "; SystemC not built, its rows are left out");
 
 	int mismatches = 0;
@@ -241,11 +281,15 @@ int wb_sim_main(const wb_opts_t *o)
 				printf("%.3f", speedup);
 			else
 				printf("null");
-			printf(", \"trials\": %d, \"checksum_ok\": %s}\n", r->ntrials,
+			printf(", \"trials\": %d, \"elapsed_min_s\": %.6f, \"elapsed_max_s\": "
+			       "%.6f, "
+			       "\"checksum_ok\": %s}\n",
+			       r->ntrials - first_counted(r), fastest(r), slowest(r),
 			       r->mismatch ? "false" : "true");
 		} else {
-			printf("| %s | %s | %d | %.3f | %.3f | %.3f | %.0f%% | ", r->model,
-			       r->backend, r->simcpus, us, sy, el, 100 * load);
+			printf("| %s | %s | %d | %.3f | %.3f | %.4f (%.4f-%.4f) | %.0f%% | ",
+			       r->model, r->backend, r->simcpus, us, sy, el, fastest(r), slowest(r),
+			       100 * load);
 			if (speedup > 0)
 				printf("%.2fx", speedup);
 			else
