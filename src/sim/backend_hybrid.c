@@ -203,7 +203,9 @@ static void wait(wsim_thread_t *self)
 
 static void switch_to(wsim_thread_t *self, wsim_thread_t *next)
 {
-	if (!first_go(next)) { /* a new carrier is queued at our deque's bottom: runs next */
+	/* A new carrier (first_go made one) is queued at the bottom of our
+	 * deque and runs next; a parked one gets the token and our worker. */
+	if (!first_go(next)) {
 		carrier_t *c = bk(next)->c;
 		give_token(c);
 		weft_park_handoff(c->ult);
