@@ -127,20 +127,6 @@ static int median_trial(const struct row *r)
 	return idx[n / 2];
 }
 
-static double fastest(const struct row *r)
-{
-	int idx[MAX_TRIALS];
-	sorted_trials(r, idx);
-	return r->elapsed[idx[0]];
-}
-
-static double slowest(const struct row *r)
-{
-	int idx[MAX_TRIALS];
-	int n = sorted_trials(r, idx);
-	return r->elapsed[idx[n - 1]];
-}
-
 static void machine_name(char *buf, size_t n)
 {
 	struct utsname u;
@@ -263,8 +249,10 @@ int wb_sim_main(const wb_opts_t *o)
 				       r->model, r->backend, r->simcpus, r->failed);
 			continue;
 		}
-		int k = median_trial(r);
+		int idx[MAX_TRIALS];
+		int n = sorted_trials(r, idx), k = idx[n / 2];
 		double el = r->elapsed[k], us = r->user[k], sy = r->sys[k];
+		double fastest = r->elapsed[idx[0]], slowest = r->elapsed[idx[n - 1]];
 		double load = el > 0 ? (us + sy) / el : 0;
 		double speedup = -1;
 		if (posix && !posix->failed)
@@ -284,11 +272,10 @@ int wb_sim_main(const wb_opts_t *o)
 			printf(", \"trials\": %d, \"elapsed_min_s\": %.6f, \"elapsed_max_s\": "
 			       "%.6f, "
 			       "\"checksum_ok\": %s}\n",
-			       r->ntrials - first_counted(r), fastest(r), slowest(r),
-			       r->mismatch ? "false" : "true");
+			       n, fastest, slowest, r->mismatch ? "false" : "true");
 		} else {
 			printf("| %s | %s | %d | %.3f | %.3f | %.4f (%.4f-%.4f) | %.0f%% | ",
-			       r->model, r->backend, r->simcpus, us, sy, el, fastest(r), slowest(r),
+			       r->model, r->backend, r->simcpus, us, sy, el, fastest, slowest,
 			       100 * load);
 			if (speedup > 0)
 				printf("%.2fx", speedup);

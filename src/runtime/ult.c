@@ -145,8 +145,7 @@ int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t)
 	 * on p's joiner word comes after ours on t's, so its walk from p reads
 	 * every link ours would. This keeps chains of joins (each ULT joining
 	 * one that is itself joining) off the heavy fence. */
-	uintptr_t j = atomic_load_explicit(&p->joiner, memory_order_seq_cst);
-	if (j <= WF_JOIN_CLAIMED || (j & 1))
+	if (!wf_joiner_ult(atomic_load_explicit(&p->joiner, memory_order_seq_cst)))
 		return 0;
 	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
 	wf_fence_heavy();

@@ -412,11 +412,11 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 	wf_ult_t *next;
 	/* Claim it first (CAS joiner -> CLAIMED): a canceller may be taking it
 	 * out of its join at this moment, and only one of us may run it. */
-	if (j > WF_JOIN_CLAIMED && !(j & 1) &&
-	    (((wf_ult_t *)j)->bound_worker < 0 || ((wf_ult_t *)j)->bound_worker == w->id) &&
+	wf_ult_t *joiner = wf_joiner_ult(j);
+	if (joiner && (joiner->bound_worker < 0 || joiner->bound_worker == w->id) &&
 	    atomic_compare_exchange_strong_explicit(&self->joiner, &j, WF_JOIN_CLAIMED,
 						    memory_order_acq_rel, memory_order_acquire))
-		next = (wf_ult_t *)j;
+		next = joiner;
 	else
 		next = pick_next(w);
 	w->prev = self;

@@ -131,6 +131,13 @@ typedef struct wf_ult {
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
 
+/* The ULT a joiner word names, or NULL (a WF_JOIN_* state, or a foreign
+ * thread's parker, tagged with bit 0). */
+static inline wf_ult_t *wf_joiner_ult(uintptr_t j)
+{
+	return j > WF_JOIN_CLAIMED && !(j & 1) ? (wf_ult_t *)j : NULL;
+}
+
 /* Stack canaries, checked whenever a ULT switches away (wf_check_canary):
  *   NONE   guarded stacks (the guard page catches an overflow) and kernel
  *          thread stacks;

@@ -88,6 +88,13 @@ static void give_token(carrier_t *c)
 	atomic_store_explicit(&c->token, 1, memory_order_release);
 }
 
+/* A Go to whatever c runs: its token, then the unpark. */
+static void wake(carrier_t *c)
+{
+	give_token(c);
+	weft_unpark(c->ult);
+}
+
 /* A carrier runs threads until stop() hands it NULL. */
 static void *entry(void *arg)
 {
@@ -153,8 +160,7 @@ static void stop(void)
 	carrier_t *c;
 	while ((c = pool_pop())) {
 		c->t = NULL;
-		give_token(c);
-		weft_unpark(c->ult);
+		wake(c);
 		weft_join(c->ult, NULL);
 		free(c);
 	}
@@ -191,9 +197,7 @@ static void go(wsim_thread_t *t)
 {
 	if (first_go(t))
 		return;
-	carrier_t *c = bk(t)->c;
-	give_token(c);
-	weft_unpark(c->ult);
+	wake(bk(t)->c);
 }
 
 static void wait(wsim_thread_t *self)
@@ -237,8 +241,7 @@ static void reap(wsim_thread_t *t)
 	}
 	/* Blocked at teardown: a Go, and it ends itself and its carrier
 	 * (abort_self). */
-	give_token(c);
-	weft_unpark(c->ult);
+	wake(c);
 	weft_join(c->ult, NULL);
 	free(c);
 }

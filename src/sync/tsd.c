@@ -105,11 +105,12 @@ static struct wf_tsd **my_table(void)
 	return &foreign_tsd;
 }
 
-/* A table with every value NULL: the worker's cached one, or a new one. */
-static struct wf_tsd *table_get(int ult)
+/* A table with every value NULL: for a ULT, its worker's cached one if
+ * there is one; else a new one. */
+static struct wf_tsd *table_get(void)
 {
-	wf_worker_t *w = ult ? wf_worker_self() : NULL;
-	struct wf_tsd *t = w ? w->tsd_cache : NULL;
+	wf_worker_t *w = wf_worker_self();
+	struct wf_tsd *t = w && w->current ? w->tsd_cache : NULL;
 	if (t) {
 		w->tsd_cache = t->next;
 		w->ntsd--;
@@ -171,7 +172,7 @@ int weft_setspecific(weft_key_t k, const void *value)
 		return EINVAL;
 	struct wf_tsd **slot = my_table();
 	if (!*slot) {
-		if (!(*slot = table_get(slot != &foreign_tsd)))
+		if (!(*slot = table_get()))
 			return ENOMEM;
 		if (slot == &foreign_tsd) {
 			WF_SYS(pthread_once)(&foreign_exit_once, foreign_exit_init);
