@@ -8,6 +8,10 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
+# A test that times out prints every kernel thread's and every ULT's stack
+# before it is killed (tests/core/harness.h).
+export WEFT_TEST_GDB ?= $(CURDIR)/tools/weft-gdb.py
+
 .PHONY: all build test test-main test-asan test-tsan test-aarch64 bench release install format format-check clean
 
 all: build

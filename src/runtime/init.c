@@ -195,9 +195,10 @@ int weft_shutdown(void)
 			wf_block(w, root, WF_AFTER_REQUEUE);
 	}
 	atomic_store_explicit(&wf_rt.state, WF_RT_STOPPING, memory_order_release);
+	wf_workers_stop();
 	for (int i = 0; i < wf_rt.nworkers; i++)
 		wf_registry_drain_worker(wf_rt.workers[i]);
-	wf_workers_stop();
+	wf_workers_free();
 	wf_trace_stop(1);
 	wf_registry_sweep(free_leftover);
 	wf_stack_global_drain();

@@ -197,20 +197,21 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 	 * registered joiner was claimed in wf_exit_current and is running now.
 	 * Always a CAS: a joiner registering, a detach, or a canceller taking a
 	 * registered joiner back out (weft_cancel) may change the word. */
+	/* The exit is counted before it is published: a joiner that finds
+	 * EXITED below, returns and calls weft_shutdown must not find this
+	 * ULT still live (wf_live). A detached ULT's free below may then
+	 * still be under way when wf_live() reads 0: weft_shutdown drains the
+	 * workers' caches only after their kernel threads ended. */
+	if (u != wf_rt.root) /* the root was not made by weft_create */
+		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
 	while (old != WF_JOIN_CLAIMED &&
 	       !atomic_compare_exchange_weak_explicit(
 		       &u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
 		       memory_order_acq_rel, memory_order_acquire))
 		;
-	int counted = u != wf_rt.root; /* the root was not made by weft_create */
-	/* A detached ULT is freed before its exit is counted: once wf_live()
-	 * reads 0, weft_shutdown drains this worker's registry slot cache from
-	 * another kernel thread, and must not meet this free half done. */
 	if (old == WF_JOIN_DETACHED)
 		wf_ult_free(w, u);
-	if (counted)
-		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 	if (old & 1) {
 		/* A foreign thread joins: its parker (thread-local, alive while
 		 * it waits) is tagged with bit 0. */

@@ -186,6 +186,7 @@ WF_HIDDEN uint64_t wf_ult_cpu_ns(wf_ult_t *u);
 /* Workers (worker.c). */
 WF_HIDDEN int wf_workers_start(void);
 WF_HIDDEN void wf_workers_stop(void);
+WF_HIDDEN void wf_workers_free(void);
 WF_HIDDEN void wf_wake_one_idle(void);
 WF_HIDDEN void wf_wake_worker(wf_worker_t *w);
 

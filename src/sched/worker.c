@@ -232,9 +232,11 @@ fail_alloc:
 	return ENOMEM;
 }
 
-/* Stop the workers' pthreads and free all workers. wf_rt.state is
- * WF_RT_STOPPING and no ULT but the root is alive; the caller is the root
- * ULT running on worker 0, or (no root) a thread that is not a worker. */
+/* Stop the workers' pthreads. wf_rt.state is WF_RT_STOPPING and no ULT but
+ * the root is alive; the caller is the root ULT running on worker 0, or (no
+ * root) a thread that is not a worker. Once this returns nothing frees into
+ * the workers' caches any longer: the last exits' finish_exit may still have
+ * been freeing a detached ULT when weft_shutdown found wf_live() == 0. */
 void wf_workers_stop(void)
 {
 	int first = wf_rt.root ? 1 : 0;
@@ -250,6 +252,11 @@ void wf_workers_stop(void)
 		}
 		wf_worker_set_self(NULL);
 	}
+}
+
+/* Free all workers and what their caches hold; after wf_workers_stop. */
+void wf_workers_free(void)
+{
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_stack_cache_drain(wf_rt.workers[i]);
 		wf_tsd_cache_drain(wf_rt.workers[i]);

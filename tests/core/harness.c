@@ -1,6 +1,7 @@
 /* The per-test-process runner and helpers declared in harness.h. */
 #include "harness.h"
 
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -73,6 +74,27 @@ static void no_core_dumps(void)
 	setrlimit(RLIMIT_CORE, &rl);
 }
 
+/* WEFT_TEST_GDB set: print where a timed-out test process hangs (gdb
+ * attaches, prints every kernel thread's stack and, when the variable names
+ * tools/weft-gdb.py, every ULT and its stack), at most 3000 lines. */
+static void show_hang(pid_t pid)
+{
+	const char *g = getenv("WEFT_TEST_GDB");
+	if (!g || !*g)
+		return;
+	size_t n = strlen(g);
+	bool ext = n > 3 && strcmp(g + n - 3, ".py") == 0 && strchr(g, '\'') == NULL;
+	char cmd[PATH_MAX + 512];
+	snprintf(cmd, sizeof cmd,
+		 "timeout 120 gdb -p %d -batch -ex 'thread apply all bt' %s%s%s 2>&1 | "
+		 "grep -v '^\\[New LWP' | head -n 3000 1>&2",
+		 (int)pid, ext ? "-ex 'source " : "", ext ? g : "",
+		 ext ? "' -ex 'info weft-threads' -ex 'weft-thread all bt'" : "");
+	fflush(NULL);
+	if (system(cmd) != 0)
+		fprintf(stderr, "(gdb failed)\n");
+}
+
 /* Wait for pid until deadline_ns; kill it (and its group) when late.
  * Returns true if it ended in time; *status is set either way. */
 static bool wait_until(pid_t pid, uint64_t deadline_ns, int *status)
@@ -87,15 +109,7 @@ static bool wait_until(pid_t pid, uint64_t deadline_ns, int *status)
 			return true;
 		}
 		if (wt_now_ns() > deadline_ns) {
-			if (getenv("WEFT_TEST_GDB")) { /* show where it hangs */
-				char cmd[128];
-				snprintf(cmd, sizeof cmd,
-					 "gdb -p %d -batch -ex 'thread apply all bt' 1>&2 "
-					 "2>/dev/null",
-					 (int)pid);
-				if (system(cmd) != 0)
-					fprintf(stderr, "(gdb failed)\n");
-			}
+			show_hang(pid);
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
@@ -153,6 +167,7 @@ int wt_run(int argc, char **argv, const struct CMUnitTest *tests, size_t n)
 		if (pid == 0) {
 			setpgid(0, 0);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY); /* show_hang's gdb */
 			no_core_dumps();
 			setvbuf(stdout, NULL, _IONBF, 0);
 			setenv("CMOCKA_TEST_ABORT", "1", 1);

@@ -11,7 +11,9 @@
  * Usage of a test executable:  test_x [test-name ...]
  * Environment: WEFT_TEST_TIMEOUT  per-test timeout in seconds (default 60);
  *              WEFT_TEST_GDB      if set, a timed-out test's threads are
- *                                 printed (gdb) before it is killed.
+ *                                 printed (gdb) before it is killed; set to
+ *                                 the path of tools/weft-gdb.py, its ULTs
+ *                                 and their stacks too (make test does).
  */
 #ifndef WEFT_TESTS_HARNESS_H
 #define WEFT_TESTS_HARNESS_H

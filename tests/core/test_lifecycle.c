@@ -170,6 +170,47 @@ static void test_shutdown_after_join_succeeds_at_once(void **state)
 	WT_OK(weft_shutdown());
 }
 
+static void *flag_and_return(void *arg)
+{
+	atomic_store_explicit((atomic_int *)arg, 1, memory_order_release);
+	return arg;
+}
+
+/* Live ULTs as the per-worker counters have them (what weft_shutdown
+ * checks), the root not counted. */
+static long live_ults(void)
+{
+	long n = 0;
+	for (int i = 0; i < weft_num_workers(); i++) {
+		weft_worker_stats_t st;
+		WT_OK(weft_worker_stats(i, &st));
+		n += (long)st.created - (long)st.exited;
+	}
+	return n;
+}
+
+static void test_joined_ult_no_longer_live(void **state)
+{
+	/* The join most likely comes right as the ULT exits on the other
+	 * worker, and finds it exited: its exit must already be counted, or
+	 * weft_shutdown would answer EBUSY. */
+	wt_init(2);
+	for (int i = 0; i < 20000; i++) {
+		atomic_int done = 0;
+		/* on the other worker: this one spins until it is done */
+		weft_t t = wt_spawn_on(1 - weft_worker_id(), flag_and_return, &done);
+		while (!atomic_load_explicit(&done, memory_order_acquire))
+			;
+		WT_EQ_PTR(wt_join(t), &done);
+		WT_EQ(live_ults(), 0);
+		if (i % 2000 == 0) {
+			WT_OK(weft_shutdown());
+			wt_init(2);
+		}
+	}
+	WT_OK(weft_shutdown());
+}
+
 static void *call_shutdown(void *arg)
 {
 	return (void *)(intptr_t)weft_shutdown();
@@ -595,6 +636,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ids_not_reused_across_reinit),
 		cmocka_unit_test(test_shutdown_ebusy_while_ult_alive),
 		cmocka_unit_test(test_shutdown_after_join_succeeds_at_once),
+		cmocka_unit_test(test_joined_ult_no_longer_live),
 		cmocka_unit_test(test_shutdown_from_other_ult_eperm),
 		cmocka_unit_test(test_shutdown_from_foreign_thread_eperm),
 		cmocka_unit_test(test_bad_config_workers_einval),
