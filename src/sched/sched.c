@@ -192,11 +192,6 @@ static wf_ult_t *steal_any(wf_worker_t *w, int patient)
 static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 {
 	u->state = WF_EXITED;
-	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
-	 * detach -> CLAIMED (its owner is already known). CLAIMED already: the
-	 * registered joiner was claimed in wf_exit_current and is running now.
-	 * Always a CAS: a joiner registering, a detach, or a canceller taking a
-	 * registered joiner back out (weft_cancel) may change the word. */
 	/* The exit is counted before it is published: a joiner that finds
 	 * EXITED below, returns and calls weft_shutdown must not find this
 	 * ULT still live (wf_live). A detached ULT's free below may then
@@ -204,6 +199,11 @@ static void finish_exit(wf_worker_t *w, wf_ult_t *u)
 	 * workers' caches only after their kernel threads ended. */
 	if (u != wf_rt.root) /* the root was not made by weft_create */
 		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
+	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
+	 * detach -> CLAIMED (its owner is already known). CLAIMED already: the
+	 * registered joiner was claimed in wf_exit_current and is running now.
+	 * Always a CAS: a joiner registering, a detach, or a canceller taking a
+	 * registered joiner back out (weft_cancel) may change the word. */
 	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
 	while (old != WF_JOIN_CLAIMED &&
 	       !atomic_compare_exchange_weak_explicit(
