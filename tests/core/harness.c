@@ -76,7 +76,8 @@ static void no_core_dumps(void)
 
 /* WEFT_TEST_GDB set: print where a timed-out test process hangs (gdb
  * attaches, prints every kernel thread's stack and, when the variable names
- * tools/weft-gdb.py, every ULT and its stack), at most 3000 lines. */
+ * tools/weft-gdb.py, every ULT and its stack), at most 3000 lines, within
+ * 25 s: ctest's own timeout for the executable may come soon after. */
 static void show_hang(pid_t pid)
 {
 	const char *g = getenv("WEFT_TEST_GDB");
@@ -86,7 +87,7 @@ static void show_hang(pid_t pid)
 	bool ext = n > 3 && strcmp(g + n - 3, ".py") == 0 && strchr(g, '\'') == NULL;
 	char cmd[PATH_MAX + 512];
 	snprintf(cmd, sizeof cmd,
-		 "timeout 120 gdb -p %d -batch -ex 'thread apply all bt' %s%s%s 2>&1 | "
+		 "timeout 25 gdb -p %d -batch -ex 'thread apply all bt' %s%s%s 2>&1 | "
 		 "grep -v '^\\[New LWP' | head -n 3000 1>&2",
 		 (int)pid, ext ? "-ex 'source " : "", ext ? g : "",
 		 ext ? "' -ex 'info weft-threads' -ex 'weft-thread all bt'" : "");
