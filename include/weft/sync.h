@@ -168,7 +168,7 @@ typedef struct weft_cond {
 	uint32_t seq;        /* bumped by every signal and broadcast */
 	uint32_t clock;      /* clockid_t of timed waits */
 	uint32_t waiters;    /* threads inside a wait */
-	uint32_t bseq;       /* bumped by every broadcast */
+	uint32_t reserved;   /* 0 */
 	weft_mutex_t *mutex; /* the mutex of the current waiters */
 } weft_cond_t;
 

@@ -8,12 +8,15 @@
  * skip the wake when it is zero, and destroy reports EBUSY when it is not.
  *
  * Broadcast does not wake everybody: it wakes one waiter and moves the rest
- * onto the mutex's wait queue (wf_requeue). A waiter whose wait overlapped
- * a broadcast (bseq moved) retakes the mutex as a waiter (lock word 2,
+ * onto the mutex's wait queue (wf_requeue). A waiter that the requeue moved,
+ * or woke while moving others, retakes the mutex as a waiter (lock word 2,
  * mutex.c), so each unlock hands the mutex to the next moved waiter: they
- * run one after another instead of stampeding. Every moved waiter saw the
- * broadcast, so the chain of hand-offs cannot break; a wait without a
- * broadcast retakes the mutex normally, and its unlock skips the wake.
+ * run one after another instead of stampeding. wf_wait_requeued tells each
+ * waiter whether it was one of them, so the chain of hand-offs cannot
+ * break; a waiter a signal woke retakes the mutex normally, and its unlock
+ * skips the wake. (Not from the broadcast counter: a broadcast made without
+ * the mutex held can bump it before a waiter reads it and still move that
+ * waiter - left on the mutex's queue by an unlock that saw no waiters.)
  *
  * A 32-bit seq can wrap between a waiter's read and its wait only after 2^32
  * signals in that window; the waiter would then miss one signal.
@@ -84,15 +87,17 @@ static int cond_wait(weft_cond_t *c, weft_mutex_t *m, clockid_t clock,
 	wf_testcancel();
 	__atomic_store_n(&c->mutex, m, __ATOMIC_RELAXED);
 	WF_ADD(&c->waiters, 1);
-	uint32_t seq = WF_LOAD(&c->seq), bseq = WF_LOAD(&c->bseq);
+	uint32_t seq = WF_LOAD(&c->seq);
 	uint32_t depth;
 	int rc = wf_mutex_unlock_for_wait(m, &depth);
 	if (rc) {
 		WF_SUB(&c->waiters, 1);
 		return rc;
 	}
-	rc = wf_wait(&c->seq, seq, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_COND));
-	wf_mutex_relock(m, depth, WF_LOAD(&c->bseq) != bseq);
+	int requeued;
+	rc = wf_wait_requeued(&c->seq, seq, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_COND),
+			      &requeued);
+	wf_mutex_relock(m, depth, requeued);
 	WF_SUB(&c->waiters, 1);
 	if (rc == ECANCELED)
 		wf_cancel_act(); /* with the mutex held, as POSIX requires */
@@ -135,7 +140,6 @@ int weft_cond_broadcast(weft_cond_t *c)
 {
 	if (!c)
 		return EINVAL;
-	WF_ADD(&c->bseq, 1); /* before the requeue: see wf_mutex_relock */
 	WF_ADD(&c->seq, 1);
 	if (!WF_LOAD(&c->waiters))
 		return 0;

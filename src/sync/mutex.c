@@ -400,10 +400,10 @@ int wf_mutex_unlock_for_wait(weft_mutex_t *m, uint32_t *depth)
 }
 
 /* Take m back after a condition wait. Not a cancellation point, no deadline.
- * as_waiter: a broadcast happened during the wait and may have moved
- * waiters onto m's queue; they sleep on m's word and only an unlock that
- * sees 2 wakes them, so lock as a waiter (state 2) and keep the chain of
- * hand-offs going. Otherwise lock as usual (by m's policy). */
+ * as_waiter: a broadcast moved the caller onto m's queue, or woke it and
+ * moved others there; they sleep on m's word and only an unlock that sees 2
+ * wakes them, so lock as a waiter (state 2) and keep the chain of hand-offs
+ * going. Otherwise lock as usual (by m's policy). */
 void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter)
 {
 	if (!as_waiter) {

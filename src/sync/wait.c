@@ -34,7 +34,9 @@
  * Requeue (cond broadcast) moves waiters to another address's queue. Their
  * addr changes under both bucket locks, so whoever locks a waiter's bucket
  * from outside (its timer, a canceller) re-reads addr after locking and
- * retries if it moved (lock_waiter_bucket).
+ * retries if it moved (lock_waiter_bucket). The moved waiters, and those a
+ * requeue that moved any woke, learn it from wf_wait_requeued: they owe the
+ * others on the new queue a wake (cond.c).
  *
  * weft_cancel also takes a ULT out of weft_join (wf_join_cancel, runtime/ult.c).
  *
@@ -56,6 +58,8 @@ typedef struct wf_waiter {
 	struct wf_waiter *chain;       /* a remover's list of waiters to unpark */
 	_Atomic(const void *) addr;    /* written under its bucket lock(s) */
 	int status;                    /* WF_W_*; under the bucket lock */
+	int requeued;                  /* moved by wf_requeue, or woken by one
+	                                  that moved others; under the bucket lock */
 	wf_parker_t parker;            /* unparked once, by whoever removed it */
 	wf_timer_t timer;              /* armed if a ULT waits with a deadline */
 } wf_waiter_t;
@@ -184,11 +188,20 @@ static int wait_ult(wf_worker_t *w, wf_waiter_t *me, uint64_t deadline)
 
 int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
 {
+	int requeued;
+	return wf_wait_requeued(addr, expected, deadline, flags, &requeued);
+}
+
+int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int flags,
+		     int *requeued)
+{
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *self = w ? w->current : NULL;
 	wf_waiter_t me;
+	*requeued = 0;
 	atomic_store_explicit(&me.addr, addr, memory_order_relaxed);
 	me.status = WF_W_QUEUED;
+	me.requeued = 0;
 	me.chain = NULL;
 	atomic_store_explicit(&me.parker.state, WF_PARK_EMPTY, memory_order_relaxed);
 	me.parker.ult = self;
@@ -239,6 +252,9 @@ int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
 		if (unlikely(atomic_load_explicit(&self->sig_pending, memory_order_acquire)))
 			wf_sig_deliver(self); /* signals sent while it waited */
 	}
+	/* Whoever took me out of its queue is done with it: the flag, written
+	 * under a bucket lock before that, is final. */
+	*requeued = me.requeued;
 	return rc;
 }
 
@@ -290,11 +306,15 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 					bucket_append(bt, me);
 				}
 				atomic_store_explicit(&me->addr, to, memory_order_release);
+				me->requeued = 1;
 				moved++;
 			}
 		}
 		me = next;
 	}
+	if (moved) /* the woken ones keep the moved ones' hand-offs going */
+		for (wf_waiter_t *me = chain; me; me = me->chain)
+			me->requeued = 1;
 	if (second != first)
 		wf_spin_unlock(&second->lock);
 	wf_spin_unlock(&first->lock);

@@ -66,6 +66,10 @@ enum { WF_WAIT_CANCEL = 1 }; /* a cancellation point: ECANCELED if cancelled */
  * Returns 0 (woken), EAGAIN (value differed), ETIMEDOUT, ECANCELED or ENOMEM
  * (timer heap full). */
 WF_HIDDEN int wf_wait(const void *addr, uint32_t expected, uint64_t deadline_ns, int flags);
+/* wf_wait, and *requeued says whether a wf_requeue moved the caller to
+ * another address, or woke it and moved others (cond.c needs to know). */
+WF_HIDDEN int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline_ns, int flags,
+			       int *requeued);
 /* Wake up to n waiters on addr, oldest first; returns how many. */
 WF_HIDDEN int wf_wake(const void *addr, int n);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,

@@ -9,6 +9,7 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -415,6 +416,87 @@ static void *timedwait_times_out(void *arg)
 	return NULL;
 }
 
+/* Broadcasts from a thread that does not hold the mutex, while waiters
+ * come and go: a waiter can read the broadcast's counters and queue up just
+ * before the broadcast reaches the queue, and still be moved onto the
+ * mutex's queue; it must not be left there. Each round: a burst of
+ * broadcasts with nothing new (waiters woken by one go back to waiting
+ * while the next is on its way), then a new generation, announced with
+ * signals only, until every waiter has seen it. Signals wake only the
+ * condition's queue, and waiters they wake take the mutex back the usual
+ * way: a waiter left on the mutex's queue would never see the generation. */
+enum { UNLOCKED_WAITERS = 6 };
+struct unlocked_bcast {
+	weft_mutex_t m;
+	weft_cond_t c;
+	int gen, stop; /* under m */
+	atomic_int seen[UNLOCKED_WAITERS];
+	atomic_int next_id;
+};
+
+static void *follow_unlocked_broadcasts(void *arg)
+{
+	struct unlocked_bcast *u = arg;
+	int id = atomic_fetch_add(&u->next_id, 1), mine = 0, stop = 0;
+	while (!stop) {
+		WT_OK(weft_mutex_lock(&u->m));
+		while (!u->stop && u->gen == mine)
+			WT_OK(weft_cond_wait(&u->c, &u->m));
+		mine = u->gen;
+		stop = u->stop;
+		WT_OK(weft_mutex_unlock(&u->m));
+		atomic_store(&u->seen[id], mine);
+	}
+	return NULL;
+}
+
+static void *broadcast_unlocked(void *arg)
+{
+	struct unlocked_bcast *u = arg;
+	uint64_t end = wt_now_ns() + 2 * NS_PER_S;
+	for (unsigned round = 1; wt_now_ns() < end; round++) {
+		for (unsigned k = 0; k < 1 + round % 4; k++)
+			WT_OK(weft_cond_broadcast(&u->c)); /* m not held */
+		WT_OK(weft_mutex_lock(&u->m));
+		int gen = ++u->gen;
+		WT_OK(weft_mutex_unlock(&u->m));
+		uint64_t t0 = wt_now_ns();
+		for (int i = 0; i < UNLOCKED_WAITERS; i++)
+			while (atomic_load(&u->seen[i]) != gen) {
+				if (wt_now_ns() - t0 > 5 * NS_PER_S)
+					fail_msg("waiter %d never saw generation %d (it saw %d): "
+						 "left "
+						 "on the mutex's queue",
+						 i, gen, atomic_load(&u->seen[i]));
+				WT_OK(weft_cond_signal(&u->c));
+				sched_yield();
+			}
+	}
+	WT_OK(weft_mutex_lock(&u->m));
+	u->stop = 1;
+	WT_OK(weft_mutex_unlock(&u->m));
+	WT_OK(weft_cond_broadcast(&u->c));
+	return NULL;
+}
+
+static void test_broadcast_without_mutex_strands_nobody(void **state)
+{
+	wt_init(2);
+	static struct unlocked_bcast u;
+	memset(&u, 0, sizeof u);
+	weft_t t[UNLOCKED_WAITERS];
+	for (int i = 0; i < UNLOCKED_WAITERS; i++)
+		t[i] = wt_spawn(NULL, follow_unlocked_broadcasts, &u);
+	struct wt_pthread b;
+	wt_pthread_start(&b, broadcast_unlocked, &u);
+	wt_pthread_join(&b);
+	for (int i = 0; i < UNLOCKED_WAITERS; i++)
+		wt_join(t[i]);
+	WT_OK(weft_cond_destroy(&u.c));
+	WT_OK(weft_mutex_destroy(&u.m));
+	WT_OK(weft_shutdown());
+}
+
 static void test_timedwait_times_out_with_mutex_held(void **state)
 {
 	wt_init(2);
@@ -672,6 +754,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_signal_wakes_one_waiter_per_signal),
 		cmocka_unit_test(test_broadcast_wakes_all_waiters),
 		cmocka_unit_test(test_broadcast_generations),
+		cmocka_unit_test(test_broadcast_without_mutex_strands_nobody),
 		cmocka_unit_test(test_timedwait_times_out_with_mutex_held),
 		cmocka_unit_test(test_condattr_clock_is_honoured),
 		cmocka_unit_test(test_timedwait_woken_before_deadline),
