@@ -13,6 +13,17 @@
  * futex-wake it. A spinning worker is left to find the work itself: a futex
  * wake costs the waker a system call and the wakee tens of microseconds on
  * this kind of machine, while a spinner picks work up within ~100 ns.
+ *
+ * Leaving it to a spinner is a second store-buffering pattern: the last
+ * spinner to find work decrements nspinning (a full fence), then looks for
+ * more queued work and wakes a sleeper for it (stop_spinning, sched.c).
+ * Against that there is no heavy side, so a queuer that would skip the
+ * wake because of a spinner while somebody sleeps makes a full fence of
+ * its own first and reads nspinning again: either it sees the spinner gone
+ * and wakes a sleeper, or the spinner sees its work. (Without the fence
+ * both may miss, and the work waits for a busy worker's next decision.)
+ * With nobody asleep, the common case of a hand-off between two busy
+ * workers, the fence is not paid.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -54,9 +65,13 @@ void wf_wake_worker(wf_worker_t *t)
 void wf_wake_one_idle(void)
 {
 	wf_fence_light(); /* as wf_wake_worker */
-	if (atomic_load_explicit(&wf_rt.nsleeping, memory_order_relaxed) == 0 ||
-	    atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0)
+	if (atomic_load_explicit(&wf_rt.nsleeping, memory_order_relaxed) == 0)
 		return;
+	if (atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0) {
+		atomic_thread_fence(memory_order_seq_cst); /* against stop_spinning */
+		if (atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0)
+			return;
+	}
 	for (int i = 0; i < wf_rt.nworkers; i++)
 		if (wake_if_sleeping(wf_rt.workers[i]))
 			return;
