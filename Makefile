@@ -1,7 +1,8 @@
 # Thin wrapper over CMake. The README's two commands:
 #   make test    build and run the whole test suite (plus ASan+UBSan and TSan builds)
 #   make bench   build in Release and run the benchmarks (micro, then the sim table)
-# Others: make build, make install PREFIX=..., make format, make format-check.
+# Others: make build, make install PREFIX=..., make format, make format-check,
+# make check-layers.
 
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
@@ -12,7 +13,7 @@ GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 # before it is killed (tests/core/harness.h).
 export WEFT_TEST_GDB ?= $(CURDIR)/tools/weft-gdb.py
 
-.PHONY: all build test test-main test-asan test-tsan test-aarch64 bench release install format format-check clean
+.PHONY: all build test test-main test-asan test-tsan test-aarch64 bench release install format format-check check-layers clean
 
 all: build
 
@@ -24,7 +25,7 @@ release:
 	$(CMAKE) -S . -B build-release $(GEN) -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF
 	$(CMAKE) --build build-release -j $(JOBS)
 
-test: format-check test-aarch64 test-asan test-tsan test-main
+test: format-check check-layers test-aarch64 test-asan test-tsan test-main
 
 test-main: build
 	cd build && ctest --output-on-failure -j $(JOBS) -LE stress
@@ -66,6 +67,10 @@ format:
 
 format-check:
 	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+# Dependencies point down the layers (docs/ARCHITECTURE.md).
+check-layers:
+	scripts/check-layers.sh
 
 clean:
 	rm -rf build build-asan build-tsan build-release build-aarch64

@@ -57,5 +57,9 @@ static inline weft_t wf_px_to_weft(pthread_t p)
 
 /* Start weft if needed (the preload build starts it before main). */
 WF_HIDDEN int wf_px_ensure(void);
+/* Jump into the newest glibc-style cleanup frame of u (no return;
+ * unwind.c). The exit path reaches it through wf_unwind_hook. */
+struct wf_ult;
+WF_HIDDEN _Noreturn void wf_px_unwind(struct wf_ult *u);
 
 #endif

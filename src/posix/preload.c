@@ -51,8 +51,7 @@ __attribute__((constructor(102))) static void wf_preload_start(void)
 
 static wf_ult_t *self_ult(void)
 {
-	wf_worker_t *w = wf_worker_self();
-	return w ? w->current : NULL;
+	return wf_self();
 }
 
 WF_PX_API void __pthread_register_cancel(__pthread_unwind_buf_t *b)
@@ -60,6 +59,7 @@ WF_PX_API void __pthread_register_cancel(__pthread_unwind_buf_t *b)
 	wf_ult_t *u = self_ult();
 	if (!u)
 		return; /* a kernel thread weft does not run: never cancelled by weft */
+	wf_unwind_hook = wf_px_unwind; /* how wf_exit reaches these frames */
 	b->__pad[0] = u->px_unwind;
 	u->px_unwind = b;
 }
@@ -79,5 +79,5 @@ WF_PX_API _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *b)
 		wf_panic("__pthread_unwind_next outside a ULT");
 	if (u->px_unwind)
 		wf_px_unwind(u);
-	weft_exit(u->retval); /* no frames left: the exit goes on */
+	wf_exit(u->retval); /* no frames left: the exit goes on */
 }

@@ -263,7 +263,7 @@ WF_PX_API int WF_PX(pthread_create)(pthread_t *t, const pthread_attr_t *a, void 
 	if (e)
 		return e;
 	weft_t id;
-	e = weft_create(&id, &wa, fn, arg);
+	e = wf_create(&id, &wa, fn, arg);
 	weft_attr_destroy(&wa);
 	if (e == ENOMEM)
 		e = EAGAIN; /* POSIX: "lacked the resources" */
@@ -276,28 +276,28 @@ WF_PX_API int WF_PX(pthread_join)(pthread_t t, void **ret)
 {
 	if (!wf_px_is_ult(t))
 		return ESRCH;
-	return weft_join(wf_px_to_weft(t), ret);
+	return wf_join_id(wf_px_to_weft(t), ret);
 }
 
 WF_PX_API int WF_PX(pthread_detach)(pthread_t t)
 {
 	if (!wf_px_is_ult(t))
 		return ESRCH;
-	return weft_detach(wf_px_to_weft(t));
+	return wf_detach_id(wf_px_to_weft(t));
 }
 
 WF_PX_API _Noreturn void WF_PX(pthread_exit)(void *ret)
 {
-	if (weft_self() == WEFT_NULL)
+	if (!wf_self())
 		wf_panic("pthread_exit from a kernel thread weft does not run");
-	weft_exit(ret);
+	wf_exit(ret);
 }
 
 WF_PX_API pthread_t WF_PX(pthread_self)(void)
 {
 	wf_px_ensure(); /* the main thread's id is a ULT id from the start */
-	weft_t me = weft_self();
-	return me != WEFT_NULL ? wf_px_from_weft(me) : WF_SYS(pthread_self)();
+	wf_ult_t *me = wf_self();
+	return me ? wf_px_from_weft(me->id) : WF_SYS(pthread_self)();
 }
 
 WF_PX_API int WF_PX(pthread_equal)(pthread_t a, pthread_t b)
@@ -389,9 +389,9 @@ WF_PX_API int WF_PX(pthread_setspecific)(pthread_key_t k, const void *v)
 
 WF_PX_API int WF_PX(sched_yield)(void)
 {
-	if (weft_self() == WEFT_NULL)
+	if (!wf_self())
 		return WF_SYS(sched_yield)();
-	weft_yield();
+	wf_yield();
 	return 0;
 }
 
@@ -468,12 +468,12 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 	x->detach = j == WF_JOIN_DETACHED ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE;
 	x->stackaddr = u->ctx.stack_lo;
 	x->stacksize = u->ctx.stack_size;
-	x->guardsize = u->stack_kind == WF_STACK_GUARDED
-			       ? (size_t)((char *)u->ctx.stack_lo - (char *)u->map_base)
+	x->guardsize = u->stack.kind == WF_STACK_GUARDED
+			       ? (size_t)((char *)u->stack.lo - (char *)u->stack.map_base)
 			       : 0;
 	x->policy = u->px_policy;
 	x->prio = u->px_prio;
-	if (u->stack_kind == WF_STACK_THREAD) {
+	if (u->stack.kind == WF_STACK_THREAD) {
 		/* The root ULT runs on its kernel thread's own stack. */
 		pthread_attr_t k;
 		if (WF_SYS(pthread_getattr_np)(WF_SYS(pthread_self)(), &k) == 0) {
@@ -495,7 +495,7 @@ WF_PX_API int WF_PX(pthread_tryjoin_np)(pthread_t t, void **ret)
 		return EINVAL;
 	if (j != WF_JOIN_EXITED)
 		return EBUSY;
-	return weft_join(wf_px_to_weft(t), ret);
+	return wf_join_id(wf_px_to_weft(t), ret);
 }
 
 /* Signals to a ULT are delivered by weft itself (src/sync/signal.c): the
@@ -585,8 +585,8 @@ WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_
 	if (wk == -2)
 		return EINVAL; /* no usable CPU in the set */
 	u->bound_worker = wk;
-	if (wf_px_to_weft(t) == weft_self())
-		weft_yield(); /* move now */
+	if (wf_self() && wf_px_to_weft(t) == wf_self()->id)
+		wf_yield(); /* move now */
 	return 0;
 }
 
@@ -635,7 +635,7 @@ WF_PX_API int WF_PX(pthread_attr_getstackaddr)(const pthread_attr_t *a, void **a
 
 static int in_ult(void)
 {
-	return weft_self() != WEFT_NULL;
+	return wf_self() != NULL;
 }
 
 WF_PX_API unsigned WF_PX(sleep)(unsigned s)

@@ -5,10 +5,10 @@
 #include <sys/syscall.h>
 
 #include "runtime/runtime.h"
+#include "sched/cpuclock.h"
+#include "trace/trace.h"
 #include "util/fence.h"
 #include "util/sys.h"
-#include "sync/wait.h"
-#include "trace/trace.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int atexit_done;
@@ -53,32 +53,25 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.global.head = wf_rt.global.tail = NULL;
 	atomic_store(&wf_rt.global_n, 0);
 
+	wf_stack_configure(c->stack_size, c->guarded_stacks_max, sizeof(wf_ult_t));
+	wf_ult_return_hook = wf_tsd_on_return;
+
 	/* The root ULT runs on this kernel thread's own stack; its descriptor
 	 * (with room for a ucontext_t) is allocated apart. */
-	int e;
+	int e = 0;
 	wf_ult_t *root = NULL;
 	if (with_root) {
-		size_t reserve = wf_ctx_reserve();
-		if (posix_memalign((void **)&root, 64, sizeof *root + reserve))
-			return ENOMEM;
-		memset(root, 0, sizeof *root + reserve);
-		root->stack_kind = WF_STACK_THREAD;
-		root->parker.ult = root;
+		if (!(root = wf_ult_for_thread(&e)))
+			return e;
 		wf_tsd_take_foreign(&root->tsd);               /* values it set before weft ran */
 		wf_sig_take_foreign(root);                     /* and its signal mask */
 		root->bound_worker = c->migrate == 1 ? -1 : 0; /* it runs on worker 0 */
-		root->state = WF_RUNNING;
-		wf_ctx_init_current(&root->ctx, reserve ? (char *)root + sizeof *root : NULL);
 		snprintf(root->name, sizeof root->name, "%s", is_main_thread() ? "main" : "root");
-		if ((e = wf_registry_add(NULL, root))) {
-			free(root);
-			return e;
-		}
 	}
 	wf_rt.root = root;
 	atomic_store(&wf_rt.foreign_created, 0);
 
-	if ((e = wf_stack_signals_init()) != 0)
+	if ((e = wf_stack_signals_init(&wf_ult_stack_hooks)) != 0)
 		goto fail;
 	if (c->trace) {
 #if WEFT_TRACING
@@ -99,7 +92,9 @@ static int start(const weft_config_t *c, int with_root)
 	}
 	atomic_store(&wf_rt.state, WF_RT_STARTING);
 	wf_fence_init();
+	wf_sync_start(c->workers);
 	if ((e = wf_workers_start()) != 0) {
+		wf_sync_stop();
 		wf_trace_stop(1);
 		wf_stack_signals_fini();
 		goto fail;
@@ -120,8 +115,8 @@ static int start(const weft_config_t *c, int with_root)
 	return 0;
 fail:
 	if (root) {
-		wf_registry_remove(NULL, root);
-		free(root);
+		wf_tsd_adopt(&root->tsd); /* back to the thread */
+		wf_ult_free(NULL, root);
 	}
 	wf_rt.root = NULL;
 	atomic_store(&wf_rt.state, WF_RT_OFF);
@@ -196,17 +191,15 @@ int weft_shutdown(void)
 	}
 	atomic_store_explicit(&wf_rt.state, WF_RT_STOPPING, memory_order_release);
 	wf_workers_stop();
-	for (int i = 0; i < wf_rt.nworkers; i++)
-		wf_registry_drain_worker(wf_rt.workers[i]);
 	wf_workers_free();
+	wf_sync_stop();
 	wf_trace_stop(1);
 	wf_registry_sweep(free_leftover);
 	wf_stack_global_drain();
 	wf_stack_signals_fini();
 	if (root) {
 		wf_tsd_adopt(&root->tsd); /* the thread keeps its weft_setspecific values */
-		wf_registry_remove(NULL, root);
-		free(root);
+		wf_ult_free(NULL, root);
 	}
 	wf_rt.root = NULL;
 	atomic_store(&wf_rt.cpu_clock, 0); /* the next runtime starts without it */

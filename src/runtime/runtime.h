@@ -1,10 +1,13 @@
-/* The runtime layer's internal interface: configuration and start-up. */
+/* The runtime layer's internal interface: configuration, start-up, and the
+ * API entry points the POSIX layer builds on. The runtime sits on top of
+ * the synchronization layer (src/sync) and the scheduler (src/sched). */
 #ifndef WF_RUNTIME_H
 #define WF_RUNTIME_H
 
 #include <weft.h>
 
 #include "sched/sched.h"
+#include "sync/wait.h"
 
 #define WF_ATTR_MAGIC  0x77656674u /* "weft" */
 #define WF_MAX_WORKERS 1024
@@ -22,8 +25,9 @@ static inline int wf_ensure_runtime(void)
 	return wf_start_lazily();
 }
 
-/* Registry upkeep at shutdown. */
-WF_HIDDEN void wf_registry_drain_worker(wf_worker_t *w);
-WF_HIDDEN void wf_registry_sweep(void (*fn)(wf_ult_t *u));
+/* weft_create and weft_join, for the layers above (src/posix). */
+WF_HIDDEN int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
+WF_HIDDEN int wf_join_id(weft_t t, void **ret);
+WF_HIDDEN int wf_detach_id(weft_t t);
 
 #endif

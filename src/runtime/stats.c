@@ -1,5 +1,6 @@
 /* Accounting: per-ULT CPU time and per-worker counters (weft.h). */
 #include "runtime/runtime.h"
+#include "sched/cpuclock.h"
 
 int weft_cputime(weft_t t, uint64_t *ns)
 {

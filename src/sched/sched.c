@@ -33,11 +33,18 @@
  *              a waiter's): CAS parker EMPTY->PARKED, or, if an unpark
  *              came in meanwhile (NOTIFIED), consume it and requeue;
  *     JOIN     register it as the joiner of its target (CAS NONE->joiner),
- *              or requeue it if the target already exited;
- *     EXIT     publish the exit to a joiner, or free a detached ULT.
+ *              or requeue it if the target already exited (join.c);
+ *     EXIT     publish the exit to a joiner, or free a detached ULT (join.c).
  *   An exiting ULT whose joiner is registered switches straight to it.
  *   Every switch hands the worker pointer to the resumed side, so resumed
  *   code never has to trust a thread-local read cached before the switch.
+ *
+ *   Every path that starts a ULT running - wf_block, wf_yield_to_next,
+ *   wf_park_to, wf_exit_current and the loop - ends in switch_tail, the one
+ *   place that charges CPU time, records the switch, applies WEFT_MIGRATE=0
+ *   (a ULT's first worker is its worker for good) and moves the ULT
+ *   RUNNABLE -> RUNNING. Every other state move is checked too (WF_ULT_MOVE,
+ *   ult.h).
  *
  * Run queues (runq.c)
  *   steal (default): a Chase-Lev deque per worker - the owner pushes and
@@ -62,7 +69,7 @@
  *   The loop spins looking for work (own queues, global queue, stealing) for
  *   a budget that tunes itself (tune_spin), then announces itself asleep,
  *   checks every queue once more, and waits on its futex - until its
- *   earliest timer's deadline, if it has timers (src/sync/timer.c). A busy
+ *   earliest timer's deadline, if it has timers (timer.c). A busy
  *   worker fires its expired timers every 16 decisions. Whoever queues
  *   work checks for sleepers after a fence, so either the sleeper sees the
  *   work or the waker sees the sleeper (the store-buffering pattern, both
@@ -70,11 +77,11 @@
  *   barrier for the queuer, membarrier(2) for the worker going to sleep,
  *   which already spun for tens of microseconds.
  */
+#include "sched/cpuclock.h"
 #include "sched/sched.h"
+#include "trace/trace.h"
 #include "util/fence.h"
 #include "util/sys.h"
-#include "sync/wait.h"
-#include "trace/trace.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -93,12 +100,12 @@ void wf_worker_set_self(wf_worker_t *w)
 	wf_tls_worker = w;
 }
 
-/* Queue a ULT that is ready to run, from worker w (NULL: a foreign thread).
- * On the steal scheduler it goes to the bottom of w's deque, so it runs
- * next there unless an idle worker takes it first. */
-void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
+/* Put u, now RUNNABLE, where it will run: its bound worker's own FIFO or
+ * inbox, else (steal) the bottom of w's deque, so it runs next there unless
+ * an idle worker takes it first, or (share, or a foreign caller) the
+ * global FIFO. */
+static void enqueue(wf_worker_t *w, wf_ult_t *u)
 {
-	u->state = WF_RUNNABLE;
 	if (u->bound_worker >= 0) {
 		if (w && w->id == u->bound_worker) {
 			wf_fifo_push(&w->local, u);
@@ -116,15 +123,22 @@ void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
 	wf_wake_one_idle();
 }
 
-/* Queue a ULT that yielded: behind everything ready, where any worker may
- * take it (the deque's bottom would hand it straight back). */
+void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
+{
+	WF_ULT_MOVE(u, WF_S(WF_NEW) | WF_S(WF_PARKED), WF_RUNNABLE);
+	enqueue(w, u);
+}
+
+/* Queue a ULT that yielded (or, from wf_park_to, one handed over that
+ * must wait its turn): behind everything ready, where any worker may take
+ * it (the deque's bottom would hand it straight back). */
 static void requeue_yielded(wf_worker_t *w, wf_ult_t *u)
 {
-	u->state = WF_RUNNABLE;
+	WF_ULT_MOVE(u, WF_S(WF_RUNNING) | WF_S(WF_PARKED), WF_RUNNABLE);
 	if (u->bound_worker == w->id) {
 		wf_fifo_push(&w->local, u);
 	} else if (u->bound_worker >= 0) {
-		wf_make_runnable(w, u);
+		enqueue(w, u);
 	} else {
 		wf_global_put(u);
 		wf_wake_one_idle();
@@ -150,8 +164,8 @@ static wf_ult_t *pick_next(wf_worker_t *w)
 	wf_ult_t *u;
 	uint32_t tick = ++w->tick;
 	/* Expired timers make their ULTs runnable first (timer.c). */
-	if ((tick & 15) == 0 && unlikely(wf_timers_next(w) != UINT64_MAX))
-		wf_timers_poll(w, wf_now_ns());
+	if ((tick & 15) == 0 && unlikely(wf_timers_next(&w->timers) != UINT64_MAX))
+		wf_timers_poll(&w->timers, wf_now_ns());
 	if ((u = wf_inbox_get(w)))
 		return u;
 	if (tick % 61 == 0 && (u = wf_global_get()))
@@ -189,48 +203,6 @@ static wf_ult_t *steal_any(wf_worker_t *w, int patient)
 	return NULL;
 }
 
-static void finish_exit(wf_worker_t *w, wf_ult_t *u)
-{
-	u->state = WF_EXITED;
-	/* The exit is counted before it is published: a joiner that finds
-	 * EXITED below, returns and calls weft_shutdown must not find this
-	 * ULT still live (wf_live). A detached ULT's free below may then
-	 * still be under way when wf_live() reads 0: weft_shutdown drains the
-	 * workers' caches only after their kernel threads ended. */
-	if (u != wf_rt.root) /* the root was not made by weft_create */
-		__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
-	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
-	 * detach -> CLAIMED (its owner is already known). CLAIMED already: the
-	 * registered joiner was claimed in wf_exit_current and is running now.
-	 * Always a CAS: a joiner registering, a detach, or a canceller taking a
-	 * registered joiner back out (weft_cancel) may change the word. */
-	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
-	while (old != WF_JOIN_CLAIMED &&
-	       !atomic_compare_exchange_weak_explicit(
-		       &u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
-		       memory_order_acq_rel, memory_order_acquire))
-		;
-	if (old == WF_JOIN_DETACHED)
-		wf_ult_free(w, u);
-	if (old & 1) {
-		/* A foreign thread joins: its parker (thread-local, alive while
-		 * it waits) is tagged with bit 0. */
-		wf_parker_t *p = (wf_parker_t *)(old & ~(uintptr_t)1);
-		atomic_store_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_release);
-		wf_futex_wake(&p->state, 1);
-	} else if (old > WF_JOIN_CLAIMED) {
-		/* A ULT joiner committed its block (see JOIN below) and our CAS
-		 * took it: nobody else touches it, and it does not run until we
-		 * queue it. */
-		if (WF_TRACING())
-			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, ((wf_ult_t *)old)->id, u->id);
-		wf_make_runnable(w, (wf_ult_t *)old);
-	}
-	if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&
-	    wf_live() == 0)
-		exit(0); /* the root ULT called weft_exit: the last one out ends the process */
-}
-
 /* Perform what the ULT that just switched away on w asked for.
  * Called only by w's owner, right after every switch. */
 void wf_after_switch(wf_worker_t *w)
@@ -247,7 +219,7 @@ void wf_after_switch(wf_worker_t *w)
 		break;
 	case WF_AFTER_PARK: {
 		wf_parker_t *pk = w->prev_parker;
-		p->state = WF_PARKED;
+		WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_PARKED);
 		int e = WF_PARK_EMPTY;
 		if (!atomic_compare_exchange_strong_explicit(&pk->state, &e, WF_PARK_PARKED,
 							     memory_order_acq_rel,
@@ -259,95 +231,67 @@ void wf_after_switch(wf_worker_t *w)
 		}
 		break;
 	}
-	case WF_AFTER_JOIN: {
-		/* p wants to wait for p->join_target: register it as the joiner
-		 * now that it is off its stack. If the target exited (or a
-		 * detach/another join won the race), p runs again at once and
-		 * finds out why in join_target's joiner field.
-		 *
-		 * Registered, p could be woken by t's exit, run elsewhere and
-		 * free t while we still read t below. join_checking, set before
-		 * the CAS that any waking exit follows, makes p wait for us
-		 * (join_as_ult, ult.c). The CAS is also the full fence between
-		 * p's join link (published by weft_join) and our reading of t's
-		 * (a locked instruction on x86-64, an acquire-release pair on
-		 * aarch64 followed by an acquire load): of two ULTs that join
-		 * each other, one sees the other. */
-		wf_ult_t *t = p->join_target;
-		uintptr_t e = WF_JOIN_NONE, seen = 0;
-		p->state = WF_PARKED;
-		p->join_seen = 0;
-		atomic_store_explicit(&p->join_checking, 1, memory_order_relaxed);
-		if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,
-							     memory_order_seq_cst,
-							     memory_order_acquire)) {
-			seen = e;
-		} else if (unlikely(wf_cancel_due(p))) {
-			/* Cancelled while switching away: a canceller that read
-			 * the joiner word before our CAS could not take p out;
-			 * we do (racing it and t's exit, all by CAS). */
-			if (wf_join_take_back(t, p))
-				seen = WF_JOIN_CANCELED;
-		} else if (unlikely(wf_join_closes_cycle(p, t))) {
-			/* Take p back out, unless t's exit claimed it first -
-			 * then there was no deadlock after all. */
-			if (wf_join_take_back(t, p))
-				seen = WF_JOIN_DEADLK;
-		}
-		/* seen != 0: p is not registered (any longer) and ours to wake.
-		 * seen == 0: p is t's exit's to wake, and may already run
-		 * elsewhere, waiting for join_checking to drop (weft_join). */
-		if (seen)
-			p->join_seen = seen;
-		atomic_store_explicit(&p->join_checking, 0, memory_order_release); /* t is done */
-		if (seen)
-			wf_make_runnable(w, p);
+	case WF_AFTER_JOIN:
+		wf_join_commit(w, p);
 		break;
-	}
 	case WF_AFTER_EXIT:
-		finish_exit(w, p);
+		WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_EXITED);
+		/* Counted before it is published: a joiner that sees the exit,
+		 * returns and calls weft_shutdown must not find it live. */
+		if (p != wf_rt.root) /* the root was not made by wf_ult_create */
+			__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
+		wf_join_publish_exit(w, p);
+		if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&
+		    wf_live() == 0)
+			exit(0); /* the root ULT called weft_exit: the last one out ends it */
 		break;
 	default:
 		wf_panic("bad after-switch action %d", action);
 	}
 }
 
-static inline wf_worker_t *switch_to(wf_worker_t *w, wf_ctx_t *from, wf_ult_t *next)
+/* The switch tail: every switch on w - a ULT blocking, yielding, parking
+ * with a hand-off or exiting, and the loop starting a ULT - ends here, just
+ * before the jump. It charges the CPU time of the ULT leaving (NULL: the
+ * loop), records the switch, makes next (NULL: the loop) w's current ULT
+ * and moves it RUNNABLE -> RUNNING. Returns the context to jump to.
+ * Called only by w's owner, with w->prev/prev_action already set. */
+static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t *next)
 {
-	wf_ctx_t *to;
 	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
-		wf_cpu_account(w, w->current);
+		wf_cpu_account(w, leaving);
 	if (WF_TRACING())
-		wf_trace_switch(w, w->current, next, w->prev_action);
+		wf_trace_switch(w, leaving, next, w->prev_action);
 	/* current and last_worker are read by other kernel threads too (a
 	 * ULT's CPU time, cpuclock.c): relaxed atomic stores. */
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
-	if (next) {
-		/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
-		if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
-			next->bound_worker = w->id;
-		next->state = WF_RUNNING;
-		__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
-		to = &next->ctx;
-	} else {
-		to = &w->loop_ctx;
-	}
 	WF_OWNER_ADD(&w->n_switches, 1);
-	return wf_ctx_switch(from, to, w);
+	if (!next)
+		return &w->loop_ctx;
+	/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
+	if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
+		next->bound_worker = w->id;
+	WF_ULT_MOVE(next, WF_S(WF_RUNNABLE), WF_RUNNING);
+	__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
+	return &next->ctx;
 }
 
-/* Switch the running ULT self away with an after-switch action, to the next
- * ready ULT or the loop. Returns (on whichever worker resumes self) that
- * worker. Called only by self, running on w. */
-wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
+/* Switch self away to next (NULL: the loop), leaving `action` for the next
+ * context; then, resumed, perform the action its predecessor left. Returns
+ * the worker self resumes on. Called only by self, running on w. */
+static inline wf_worker_t *switch_away(wf_worker_t *w, wf_ult_t *self, int action, wf_ult_t *next)
 {
-	wf_check_canary(self);
-	wf_ult_t *next = pick_next(w);
+	wf_stack_check(&self->stack);
 	w->prev = self;
 	w->prev_action = action;
-	w = switch_to(w, &self->ctx, next);
+	w = wf_ctx_switch(&self->ctx, switch_tail(w, self, next), w);
 	wf_after_switch(w);
 	return w;
+}
+
+wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
+{
+	return switch_away(w, self, action, pick_next(w));
 }
 
 /* Park self (on its parker `mine`) and run next in its place: a directed
@@ -362,8 +306,7 @@ wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
  * do, next goes to the bottom of the deque and pick_next takes it straight
  * back - an idle worker is not woken to steal it, which would only move the
  * pair to another core. A next bound to another worker is queued there.
- * Returns (on whichever worker resumes self) that worker. Called only by
- * self, running on w. */
+ * Called only by self, running on w. */
 wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ult_t *next)
 {
 	w->prev_parker = mine;
@@ -374,68 +317,57 @@ wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ul
 			    atomic_load_explicit(&w->top, memory_order_relaxed)) {
 			requeue_yielded(w, next);
 		} else {
-			next->state = WF_RUNNABLE;
+			WF_ULT_MOVE(next, WF_S(WF_PARKED), WF_RUNNABLE);
 			wf_runq_put(w, next);
 		}
 		return wf_block(w, self, WF_AFTER_PARK);
 	}
 	++w->tick;
-	wf_check_canary(self);
-	next->state = WF_RUNNABLE;
-	w->prev = self;
-	w->prev_action = WF_AFTER_PARK;
-	w = switch_to(w, &self->ctx, next);
-	wf_after_switch(w);
-	return w;
+	WF_ULT_MOVE(next, WF_S(WF_PARKED), WF_RUNNABLE);
+	return switch_away(w, self, WF_AFTER_PARK, next);
 }
 
-/* Yield: only if someone else is ready. Called only by self, running on w. */
 wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
 {
 	wf_ult_t *next = pick_next(w);
-	if (!next)
-		return w;
-	wf_check_canary(self);
-	w->prev = self;
-	w->prev_action = WF_AFTER_REQUEUE;
-	w = switch_to(w, &self->ctx, next);
-	wf_after_switch(w);
-	return w;
+	return next ? switch_away(w, self, WF_AFTER_REQUEUE, next) : w;
+}
+
+void wf_yield(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current)
+		wf_yield_to_next(w, w->current);
+	else
+		WF_SYS(sched_yield)();
 }
 
 void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 {
-	wf_check_canary(self);
-	/* A ULT blocked joining us is resumed right here, without a trip
-	 * through a queue: it registered itself (WF_AFTER_JOIN) and nothing but
-	 * our exit will wake it, so it is ours to run. */
-	uintptr_t j = atomic_load_explicit(&self->joiner, memory_order_acquire);
-	wf_ult_t *next;
-	/* Claim it first (CAS joiner -> CLAIMED): a canceller may be taking it
-	 * out of its join at this moment, and only one of us may run it. */
-	wf_ult_t *joiner = wf_joiner_ult(j);
-	if (joiner && (joiner->bound_worker < 0 || joiner->bound_worker == w->id) &&
-	    atomic_compare_exchange_strong_explicit(&self->joiner, &j, WF_JOIN_CLAIMED,
-						    memory_order_acq_rel, memory_order_acquire))
-		next = joiner;
-	else
+	wf_stack_check(&self->stack);
+	/* A ULT blocked joining us runs right here, without a trip through a
+	 * queue (join.c, "the exit hand-off"). */
+	wf_ult_t *next = wf_join_claim_joiner(w, self);
+	if (next) {
+		if (WF_TRACING())
+			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
+		WF_ULT_MOVE(next, WF_S(WF_PARKED), WF_RUNNABLE);
+	} else {
 		next = pick_next(w);
+	}
 	w->prev = self;
 	w->prev_action = WF_AFTER_EXIT;
-	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
-		wf_cpu_account(w, self);
-	WF_OWNER_ADD(&w->n_switches, 1);
-	if (WF_TRACING()) {
-		if (next && next == (wf_ult_t *)j)
-			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
-		wf_trace_switch(w, self, next, WF_AFTER_EXIT);
-	}
-	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED); /* as in switch_to */
-	if (next) {
-		next->state = WF_RUNNING;
-		__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
-	}
-	wf_ctx_switch_final(&self->ctx, next ? &next->ctx : &w->loop_ctx, w);
+	wf_ctx_switch_final(&self->ctx, switch_tail(w, self, next), w);
+}
+
+void wf_exit_self(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || !w->current)
+		wf_panic("a thread that is not a ULT exits as one");
+	if (w->current == wf_rt.root)
+		atomic_store_explicit(&wf_rt.root_exited, 1, memory_order_release);
+	wf_exit_current(w, w->current);
 }
 
 /* ---- the loop: spin, steal, sleep -------------------------------------- */
@@ -524,7 +456,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 {
 	for (;;) {
 		uint64_t t0 = wf_now_ns();
-		wf_timers_poll(w, t0);
+		wf_timers_poll(&w->timers, t0);
 		if (wf_rt.nworkers > 1)
 			wf_timers_help(w, t0);
 		wf_ult_t *u = pick_next(w);
@@ -538,7 +470,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		uint64_t deadline = wf_now_ns() + (uint64_t)w->spin_ns;
 		for (unsigned iter = 0; w->spin_ns > 0; iter++) {
 			uint64_t now = wf_now_ns();
-			wf_timers_poll(w, now);
+			wf_timers_poll(&w->timers, now);
 			if (wf_rt.nworkers > 1)
 				wf_timers_help(w, now);
 			u = pick_next(w);
@@ -585,7 +517,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			/* Only this worker arms timers on its heap, so the earliest
 			 * deadline cannot move while it sleeps; busy workers' timers
 			 * get a backstop (timer.c, "who fires"). */
-			uint64_t until = wf_timers_next(w), backstop = wf_timers_backstop(w);
+			uint64_t until = wf_timers_next(&w->timers);
+			uint64_t backstop = wf_timers_backstop(w);
 			if (backstop < until)
 				until = backstop;
 			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
@@ -626,7 +559,7 @@ void wf_loop_run(wf_worker_t *w)
 		WF_OWNER_ADD(&w->idle_ns, wf_now_ns() - t0);
 		if (!u)
 			return;
-		w = switch_to(w, &w->loop_ctx, u);
+		w = wf_ctx_switch(&w->loop_ctx, switch_tail(w, NULL, u), w);
 		wf_after_switch(w);
 	}
 }

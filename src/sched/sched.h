@@ -1,5 +1,9 @@
-/* Workers, run queues and the scheduler's internal interface.
- * The design is written down at the top of src/sched/sched.c. */
+/* The scheduler's interface: workers, run queues, switching, park/unpark,
+ * create/join/exit. The design is written down at the top of
+ * src/sched/sched.c; the descriptor and its states in ult.h; the join
+ * protocol at the top of join.c. Lower layers' state that a worker carries
+ * has its own type and header (stack/stack.h, sched/timer.h,
+ * sched/registry.h). */
 #ifndef WF_SCHED_H
 #define WF_SCHED_H
 
@@ -9,14 +13,14 @@
 #include <stdint.h>
 
 #include "context/context.h"
+#include "sched/registry.h"
+#include "sched/timer.h"
 #include "sched/ult.h"
+#include "stack/stack.h"
 #include "util/util.h"
 
-#define WF_RUNQ_SIZE   256 /* per-worker stealable ring; must be a power of two */
-#define WF_SLOT_CACHE  64
-#define WF_STACK_CACHE 64
-#define WF_TSD_CACHE   16 /* thread-specific value tables a worker keeps */
-#define WF_SEEN_MAX    64 /* victims a thief remembers (power of two) */
+#define WF_RUNQ_SIZE 256 /* per-worker stealable ring; must be a power of two */
+#define WF_SEEN_MAX  64  /* victims a thief remembers (power of two) */
 
 /* What the next context must do with the ULT that just switched away
  * (wf_worker.prev). Done after the switch, once nobody runs on its stack. */
@@ -51,15 +55,6 @@ static inline wf_ult_t *wf_fifo_pop(wf_fifo_t *q)
 	return u;
 }
 
-/* A worker's timers (src/sync/timer.c): a binary min-heap on deadline.
- * Only the owner adds and fires; anyone may cancel, so all under lock. */
-typedef struct wf_timers {
-	wf_spinlock_t lock;
-	struct wf_timer **v; /* v[0] is the earliest */
-	int n, cap;
-	_Atomic uint64_t next; /* v[0]'s deadline, UINT64_MAX if empty */
-} wf_timers_t;
-
 typedef struct wf_worker {
 	/* Owner-only fields: touched only by the kernel thread of this worker. */
 	int id;
@@ -73,20 +68,16 @@ typedef struct wf_worker {
 	uint64_t rng;             /* victim selection */
 	void *loop_stack;         /* worker 0's loop stack mapping (others use their own) */
 	size_t loop_stack_size;
-	void *loop_uc;  /* ucontext storage of loop_ctx */
-	void *altstack; /* signal stack for guard-page reports */
-	uint32_t slot_cache[WF_SLOT_CACHE];
-	int nslots;
-	wf_ult_t *stack_cache[WF_STACK_CACHE]; /* freed default-size stacks */
-	int nstacks;
-	struct wf_tsd *tsd_cache; /* tables of exited ULTs, values all NULL (sync/tsd.c) */
-	int ntsd;
+	void *loop_uc;              /* ucontext storage of loop_ctx */
+	void *altstack;             /* signal stack for guard-page reports */
+	wf_registry_cache_t slots;  /* free registry slots (registry.c) */
+	wf_stack_cache_t stacks;    /* freed default-size stacks (stack/stack.c) */
 	long seen_top[WF_SEEN_MAX]; /* thief: victim's top (+1) at the last scan */
 	int seen_count;             /* thief: scans that saw it unchanged */
 	long created, exited;       /* ULTs created / exited here; owner writes, wf_live reads */
 	long spin_ns;               /* current idle spin budget (tune_spin) */
-	uint64_t run_start;         /* thread CPU time when current started (cpu_clock) */
-	clockid_t cpu_clockid;      /* this kernel thread's CPU clock (cpu_clock) */
+	uint64_t run_start;         /* thread CPU time when current started (cpuclock.c) */
+	clockid_t cpu_clockid;      /* this kernel thread's CPU clock (cpuclock.c) */
 	pthread_t thread;
 	stack_t old_altstack;
 
@@ -121,8 +112,8 @@ typedef struct wf_runtime {
 	int nworkers;
 	int sched; /* WEFT_SCHED_STEAL or WEFT_SCHED_SHARE */
 	int pin;
-	int migrate; /* 0: a ULT stays on the worker that first runs it */
-	size_t stack_size;
+	int migrate;       /* 0: a ULT stays on the worker that first runs it */
+	size_t stack_size; /* the default (also the stack layer's) */
 	long spin_ns;
 	long guarded_max;
 	wf_worker_t **workers;
@@ -138,7 +129,7 @@ typedef struct wf_runtime {
 	atomic_int nsleeping;               /* workers asleep on their futex */
 	atomic_long foreign_created;        /* ULTs created by foreign threads */
 	atomic_int root_exited;             /* root called weft_exit */
-	atomic_int cpu_clock; /* per-ULT CPU time is being counted (posix/cpuclock.c) */
+	atomic_int cpu_clock;               /* per-ULT CPU time is being counted (cpuclock.c) */
 } wf_runtime_t;
 
 WF_HIDDEN extern wf_runtime_t wf_rt;
@@ -149,17 +140,38 @@ WF_HIDDEN extern wf_runtime_t wf_rt;
 WF_HIDDEN wf_worker_t *wf_worker_self(void);
 WF_HIDDEN void wf_worker_set_self(wf_worker_t *w);
 
-/* Scheduler (sched.c). */
+/* Switching (sched.c). Each "called only by self, running on w" and each
+ * returns the worker that resumes self, which may be another. */
 WF_HIDDEN void wf_after_switch(wf_worker_t *w);
+/* Switch self away with an after-switch action (enum wf_after) to the next
+ * ready ULT or the loop. */
 WF_HIDDEN wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action);
+/* Let the next ready ULT run, if there is one. */
 WF_HIDDEN wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self);
+/* Park self on `mine` and run next (which the caller owns) in its place. */
 WF_HIDDEN wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine,
 				  wf_ult_t *next);
+/* End self: switch away for good (the exit is published after the switch). */
 WF_HIDDEN _Noreturn void wf_exit_current(wf_worker_t *w, wf_ult_t *self);
+/* End the calling ULT, whose exit handlers have run; the root ULT's exit
+ * ends the process when the last ULT is gone. */
+WF_HIDDEN _Noreturn void wf_exit_self(void);
+/* Queue u, which the caller owns (NEW, PARKED, or RUNNING on w and
+ * switching away), from worker w (NULL: a foreign thread). */
 WF_HIDDEN void wf_make_runnable(wf_worker_t *w, wf_ult_t *u);
+/* ULTs created and not yet exited, the root not counted. */
 WF_HIDDEN long wf_live(void);
 WF_HIDDEN void wf_loop_run(wf_worker_t *w);
 WF_HIDDEN void wf_wake_all(void);
+
+/* The calling ULT, or NULL on a foreign thread or in a worker's loop. */
+static inline wf_ult_t *wf_self(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w ? w->current : NULL;
+}
+/* Let another ready ULT run (a foreign thread: sched_yield). */
+WF_HIDDEN void wf_yield(void);
 
 /* Run queues (runq.c). */
 WF_HIDDEN void wf_runq_put(wf_worker_t *w, wf_ult_t *u);
@@ -177,64 +189,53 @@ WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);
 WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns);
 WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 
-/* Per-ULT CPU time (src/posix/cpuclock.c): charge the ULT leaving w;
- * start counting (idempotent); u's CPU time so far. */
-WF_HIDDEN void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving);
-WF_HIDDEN void wf_cpu_clock_start(void);
-WF_HIDDEN uint64_t wf_ult_cpu_ns(wf_ult_t *u);
-
 /* Workers (worker.c). */
 WF_HIDDEN int wf_workers_start(void);
 WF_HIDDEN void wf_workers_stop(void);
 WF_HIDDEN void wf_workers_free(void);
 WF_HIDDEN void wf_wake_one_idle(void);
-WF_HIDDEN void wf_wake_worker(wf_worker_t *w);
+WF_HIDDEN void wf_wake_worker(wf_worker_t *t);
 
-/* Stacks (stack/stack.c). */
-/* guard: at least this many bytes of guard below the stack (0: weft's
- * default, one page while the guard budget lasts). */
-WF_HIDDEN int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, size_t guard,
-			     wf_ult_t **out);
-WF_HIDDEN void wf_stack_free(wf_worker_t *w, wf_ult_t *u);
-WF_HIDDEN void wf_stack_cache_drain(wf_worker_t *w);
-WF_HIDDEN void wf_tsd_cache_drain(wf_worker_t *w);
-WF_HIDDEN void wf_stack_global_drain(void);
-WF_HIDDEN int wf_stack_signals_init(void);
-WF_HIDDEN void wf_stack_signals_fini(void);
-WF_HIDDEN int wf_stack_altstack_init(wf_worker_t *w);
-WF_HIDDEN void wf_stack_altstack_fini(wf_worker_t *w);
-WF_HIDDEN void wf_stack_canary_fail(wf_ult_t *u);
-WF_HIDDEN size_t wf_page_size(void);
-
-/* Registry: id <-> descriptor (runtime/registry.c). */
-WF_HIDDEN int wf_registry_add(wf_worker_t *w, wf_ult_t *u);
-WF_HIDDEN void wf_registry_remove(wf_worker_t *w, wf_ult_t *u);
-WF_HIDDEN wf_ult_t *wf_registry_find(weft_t id);
-/* The ULT in a registry slot now, or NULL (the low 22 bits of its id). */
-WF_HIDDEN wf_ult_t *wf_registry_at(uint32_t slot);
-
-/* Freeing an exited ULT: registry slot and stack (runtime/ult.c). */
+/* Descriptors (ult.c). */
+/* Reset every field of a descriptor but its stack record (fresh or reused). */
+WF_HIDDEN void wf_ult_init(wf_ult_t *u);
+/* A NEW ULT that will run fn(arg) on a stack of `size` bytes (on user_addr
+ * if not NULL, with a guard of at least `guard` bytes), registered (it has
+ * its id). The caller sets its attributes, then starts it. w: the caller's
+ * worker, or NULL. Returns 0, EAGAIN or ENOMEM. */
+WF_HIDDEN int wf_ult_create(wf_worker_t *w, size_t size, void *user_addr, size_t guard,
+			    void *(*fn)(void *), void *arg, wf_ult_t **out);
+/* Count u as live and queue it. From here on it may run, exit and (if
+ * detached) be freed at any moment. */
+WF_HIDDEN void wf_ult_start(wf_worker_t *w, wf_ult_t *u);
+/* The descriptor of a ULT that runs on the calling kernel thread's own stack
+ * (the root ULT), RUNNING and registered; or NULL (ENOMEM, EAGAIN in *e). */
+WF_HIDDEN wf_ult_t *wf_ult_for_thread(int *e);
+/* Give back an EXITED ULT's id and stack. w: the caller's worker, or NULL. */
 WF_HIDDEN void wf_ult_free(wf_worker_t *w, wf_ult_t *u);
-/* Would p, just registered as t's joiner, close a cycle of joins?
- * (runtime/ult.c; called by the JOIN commit while p->join_checking is set) */
-WF_HIDDEN int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t);
-/* Take joiner p back out of t's joiner word (p -> NONE). Fails if t's exit
- * (or another taker: a canceller, the JOIN commit) got there first. */
-static inline int wf_join_take_back(wf_ult_t *t, wf_ult_t *p)
-{
-	uintptr_t e = (uintptr_t)p;
-	return atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
-						       memory_order_seq_cst, memory_order_seq_cst);
-}
+/* Called when a ULT's function returns and it has thread-specific data
+ * (u->tsd): the destructors (installed by the layer that owns them). */
+WF_HIDDEN extern void (*wf_ult_return_hook)(wf_ult_t *u);
+/* How the stack layer names a ULT in an overflow report. */
+WF_HIDDEN extern const wf_stack_hooks_t wf_ult_stack_hooks;
 
-static inline void wf_check_canary(wf_ult_t *u)
-{
-	if (likely(u->canary == WF_CANARY_NONE))
-		return;
-	const uint64_t *c = (const uint64_t *)u->ctx.stack_lo;
-	if (u->canary == WF_CANARY_ZERO ? (c[0] | c[1] | c[2] | c[3]) != 0
-					: c[0] != wf_canary_value(u))
-		wf_stack_canary_fail(u);
-}
+/* Join (join.c): the whole protocol is written down there. */
+/* Wait for u to exit and claim it (then free it with wf_ult_free). 0,
+ * EDEADLK, EINVAL (detached, or somebody else joins), or ECANCELED: the
+ * caller was cancelled while it waited, and must act on it. */
+WF_HIDDEN int wf_join(wf_ult_t *u);
+WF_HIDDEN int wf_detach(wf_ult_t *u);
+/* The JOIN commit: register p, which just switched away on w, as its
+ * target's joiner. Called by w's owner after the switch. */
+WF_HIDDEN void wf_join_commit(wf_worker_t *w, wf_ult_t *p);
+/* Publish u's exit to its joiner (or free it if detached). Called by w's
+ * owner after u switched away for good. */
+WF_HIDDEN void wf_join_publish_exit(wf_worker_t *w, wf_ult_t *u);
+/* The exit hand-off: a ULT joiner registered on self that w may run, now
+ * claimed (joiner word CLAIMED), or NULL. Called by self, exiting on w. */
+WF_HIDDEN wf_ult_t *wf_join_claim_joiner(wf_worker_t *w, wf_ult_t *self);
+/* Take ULT u out of a join it is blocked in (weft_cancel). Returns 1 if
+ * it was taken out and queued (its wf_join returns ECANCELED). */
+WF_HIDDEN int wf_join_cancel(wf_ult_t *u);
 
 #endif

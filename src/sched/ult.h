@@ -1,22 +1,42 @@
-/* The ULT descriptor and the parker every blocking operation uses.
+/* The ULT descriptor, its states, and the parker every blocking operation
+ * uses.
  *
  * A ULT's descriptor lives at the top of its own stack mapping (one mmap per
  * ULT, or a slot in a slab; see src/stack/stack.c), so creating a ULT is one
  * allocation, usually served from a per-worker cache without a system call.
+ * The descriptor begins with the stack layer's record of that mapping
+ * (wf_ult.stack); every other field is set by wf_ult_init (ult.c).
  *
- * States and who owns what (see src/sched/sched.c for the protocol):
+ * States, who moves a ULT into and out of each, and who owns it there
+ * (the protocols are at the top of sched.c, park.c and join.c):
  *
- *   RUNNING   on exactly one worker (w->current). Owned by that worker;
- *             the ULT itself moves out of it (yield, park, exit).
+ *   NEW       made by wf_ult_create, not yet queued. Owned by its creator,
+ *             which sets attributes and then queues it (wf_ult_start).
+ *   RUNNING   on exactly one worker (w->current). Owned by that worker; only
+ *             the ULT itself moves out of it (yield, park, join, exit), by
+ *             switching away with an after-switch action.
  *   RUNNABLE  in exactly one run queue. Owned by the queue; the worker that
- *             dequeues it moves it to RUNNING.
- *   PARKED    in no queue; parker.state == WF_PARK_PARKED. Owned by whoever
- *             wins the CAS PARKED->EMPTY in wf_unpark, who makes it RUNNABLE.
- *   EXITED    its function returned; its stack is no longer used. Owned by
- *             its joiner (or freed at once if detached).
+ *             dequeues it moves it to RUNNING (the switch tail, sched.c).
+ *   PARKED    in no queue. Moved in by the after-switch commit of PARK (the
+ *             parker's state EMPTY -> PARKED) or JOIN (registered in its
+ *             target's joiner word). Owned by exactly one waker:
+ *               - parked on its own parker or a waiter's (src/sync/wait.c):
+ *                 whoever wins the CAS PARKED -> EMPTY in wf_unpark (a
+ *                 waker, a timer, a canceller - only the party that
+ *                 dequeued the waiter unparks it);
+ *               - blocked in a join: whoever takes it out of the target's
+ *                 joiner word by CAS (the target's exit, a canceller, the
+ *                 JOIN commit's own cycle or cancel check).
+ *             That waker moves it to RUNNABLE (wf_make_runnable), or runs it
+ *             in its own place (wf_park_to, the exit hand-off).
+ *   EXITED    its function returned; nobody runs on its stack any more.
+ *             Owned by its joiner (the party that moved the joiner word to
+ *             CLAIMED), which frees it; a detached one is freed at once.
  *
  * While RUNNABLE, PARKED or EXITED, nobody runs on the ULT's stack, so its
- * saved context (ctx) may be read by whoever owns it.
+ * saved context (ctx) may be read by whoever owns it. Every move checks the
+ * state it leaves (WF_ULT_MOVE): a double enqueue or a wake of a ULT that
+ * is not parked is a named crash, not a corrupted queue.
  */
 #ifndef WF_ULT_H
 #define WF_ULT_H
@@ -27,9 +47,10 @@
 #include <weft.h>
 
 #include "context/context.h"
+#include "stack/stack.h"
 #include "util/util.h"
 
-enum wf_ult_state { WF_RUNNING = 1, WF_RUNNABLE, WF_PARKED, WF_EXITED };
+enum wf_ult_state { WF_NEW = 0, WF_RUNNING, WF_RUNNABLE, WF_PARKED, WF_EXITED };
 
 /* wf_ult.cancel bits. */
 enum {
@@ -68,15 +89,6 @@ typedef struct wf_parker {
 	struct wf_ult *ult; /* the ULT that parks on it; NULL: a foreign thread */
 } wf_parker_t;
 
-/* Kinds of stack a ULT can have (wf_ult.stack_kind). */
-enum wf_stack_kind {
-	WF_STACK_GUARDED = 1, /* own mapping with a PROT_NONE guard page below */
-	WF_STACK_SLAB,        /* carved from a slab, no guard, canary-checked */
-	WF_STACK_USER,        /* given by weft_attr_setstack; never freed by weft */
-	WF_STACK_BARE,        /* own mapping, no guard (odd size past the budget) */
-	WF_STACK_THREAD,      /* a kernel thread's own stack (the root ULT) */
-};
-
 /* Values of wf_ult.joiner besides a joiner: a wf_ult pointer (a ULT joins)
  * or a wf_parker pointer with bit 0 set (a foreign kernel thread joins). */
 #define WF_JOIN_NONE     ((uintptr_t)0)
@@ -89,16 +101,15 @@ enum wf_stack_kind {
 #define WF_JOIN_DEADLK   ((uintptr_t)10)
 
 typedef struct wf_ult {
+	wf_stack_t stack;    /* the stack layer's; must stay first (wf_ult_of_stack) */
 	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */
 	struct wf_ult *next; /* link in an intrusive queue; owned by that queue */
 	weft_t id;
 	wf_parker_t parker;
-	int state;        /* enum wf_ult_state; informational (debuggers, asserts) */
-	int bound_worker; /* -1, or the only worker allowed to run it */
-	int last_worker;  /* worker that ran it last */
-	int stack_kind;
-	int canary;              /* enum wf_canary: how wf_check_canary checks this stack */
-	atomic_uintptr_t joiner; /* WF_JOIN_* or the joiner's wf_parker */
+	int state;                        /* enum wf_ult_state; written by its owner (see above) */
+	int bound_worker;                 /* -1, or the only worker allowed to run it */
+	int last_worker;                  /* worker that ran it last */
+	atomic_uintptr_t joiner;          /* WF_JOIN_* or the joiner's wf_parker */
 	_Atomic(struct wf_ult *) joining; /* the ULT this one is joining (cycle check) */
 	struct wf_ult *join_target;       /* for WF_AFTER_JOIN; owned by this ULT */
 	uintptr_t join_seen;              /* WF_AFTER_JOIN: target's joiner field
@@ -108,9 +119,6 @@ typedef struct wf_ult {
 	void *(*fn)(void *);
 	void *arg;
 	void *retval;
-	void *map_base; /* the stack mapping (guard page included) */
-	size_t map_size;
-	unsigned valgrind_id; /* VALGRIND_STACK_REGISTER handle */
 
 	/* Synchronization (src/sync). */
 	atomic_int cancel;       /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
@@ -126,7 +134,7 @@ typedef struct wf_ult {
 	/* What it waits for while PARKED (enum wf_block_reason, see above). */
 	int block_reason;
 	const void *block_obj;
-	/* CPU time run so far, while wf_rt.cpu_clock is on (posix/cpuclock.c). */
+	/* CPU time run so far, while wf_rt.cpu_clock is on (cpuclock.c). */
 	_Atomic uint64_t cpu_ns;
 	char name[WEFT_NAME_MAX];
 } wf_ult_t;
@@ -138,19 +146,22 @@ static inline wf_ult_t *wf_joiner_ult(uintptr_t j)
 	return j > WF_JOIN_CLAIMED && !(j & 1) ? (wf_ult_t *)j : NULL;
 }
 
-/* Stack canaries, checked whenever a ULT switches away (wf_check_canary):
- *   NONE   guarded stacks (the guard page catches an overflow) and kernel
- *          thread stacks;
- *   ZERO   weft's guard-less stacks: the lowest WF_CANARY_WORDS words must
- *          still be zero. A page nobody wrote reads as zeros without being
- *          given memory, so a million such stacks cost one page each, not
- *          two; an overflow that reaches the bottom writes return addresses
- *          and frame pointers there;
- *   MAGIC  caller-owned stacks: the lowest word holds WF_CANARY_MAGIC mixed
- *          with the descriptor address. */
-enum wf_canary { WF_CANARY_NONE = 0, WF_CANARY_ZERO, WF_CANARY_MAGIC_WORD };
-#define WF_CANARY_WORDS 4
-#define WF_CANARY_MAGIC 0x5745465443414e59ull /* "WEFTCANY" */
+static inline wf_ult_t *wf_ult_of_stack(const wf_stack_t *s)
+{
+	_Static_assert(__builtin_offsetof(wf_ult_t, stack) == 0, "wf_ult.stack must be first");
+	return (wf_ult_t *)s;
+}
+
+/* Move u from one of the states in the bit set `from` (1 << WF_*) to `to`,
+ * or abort naming the ULT and both states. Called by u's owner. */
+#define WF_ULT_MOVE(u, from, to)                                        \
+	do {                                                            \
+		if (unlikely(!((1u << (u)->state) & (unsigned)(from)))) \
+			wf_ult_bad_move((u), (to), __func__);           \
+		(u)->state = (to);                                      \
+	} while (0)
+#define WF_S(state) (1u << (state))
+WF_HIDDEN _Noreturn void wf_ult_bad_move(const wf_ult_t *u, int to, const char *func);
 
 /* Must u act on a cancellation now? Pending, enabled, not already acting
  * (ACTING sets DISABLED too). Sequentially consistent: each caller pairs
@@ -160,11 +171,6 @@ static inline int wf_cancel_due(wf_ult_t *u)
 {
 	return (atomic_load_explicit(&u->cancel, memory_order_seq_cst) &
 		(WF_CANCEL_PENDING | WF_CANCEL_DISABLED)) == WF_CANCEL_PENDING;
-}
-
-static inline uint64_t wf_canary_value(const wf_ult_t *u)
-{
-	return WF_CANARY_MAGIC ^ (uint64_t)(uintptr_t)u;
 }
 
 #endif

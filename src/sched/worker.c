@@ -117,10 +117,10 @@ static void *worker_main(void *arg)
 	wf_worker_set_self(w);
 	if (wf_rt.pin)
 		pin_self(w->id);
-	wf_stack_altstack_init(w);
+	w->altstack = wf_stack_altstack_init(&w->old_altstack);
 	wf_ctx_init_current(&w->loop_ctx, w->loop_uc);
 	wf_loop_run(w);
-	wf_stack_altstack_fini(w);
+	wf_stack_altstack_fini(w->altstack, &w->old_altstack);
 	wf_worker_set_self(NULL);
 	return NULL;
 }
@@ -143,7 +143,7 @@ static wf_worker_t *worker_new(int id)
 	memset(w, 0, sizeof *w);
 	w->id = id;
 	w->spin_ns = wf_rt.spin_ns;
-	atomic_store_explicit(&w->timers.next, UINT64_MAX, memory_order_relaxed);
+	wf_timers_init(&w->timers);
 	w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1) ^ wf_now_ns();
 	if (!w->rng)
 		w->rng = 1;
@@ -169,7 +169,7 @@ static void worker_free(wf_worker_t *w)
 		munmap(w->loop_stack, w->loop_stack_size);
 	}
 	free(w->loop_uc);
-	free(w->timers.v);
+	wf_timers_fini(&w->timers);
 	free(w);
 }
 
@@ -214,7 +214,7 @@ int wf_workers_start(void)
 		wf_worker_set_self(w0);
 		w0->current = wf_rt.root;
 		wf_rt.root->last_worker = 0;
-		wf_stack_altstack_init(w0);
+		w0->altstack = wf_stack_altstack_init(&w0->old_altstack);
 	}
 
 	for (int i = first; i < n; i++) {
@@ -227,7 +227,7 @@ int wf_workers_start(void)
 			for (int j = first; j < i; j++)
 				WF_SYS(pthread_join)(wf_rt.workers[j]->thread, NULL);
 			if (wf_rt.root) {
-				wf_stack_altstack_fini(w0);
+				wf_stack_altstack_fini(w0->altstack, &w0->old_altstack);
 				wf_worker_set_self(NULL);
 			}
 			for (int j = 0; j < n; j++)
@@ -250,7 +250,7 @@ fail_alloc:
 /* Stop the workers' pthreads. wf_rt.state is WF_RT_STOPPING and no ULT but
  * the root is alive; the caller is the root ULT running on worker 0, or (no
  * root) a thread that is not a worker. Once this returns nothing frees into
- * the workers' caches any longer: the last exits' finish_exit may still have
+ * the workers' caches any longer: the last exits' publishing (wf_join_publish_exit) may still have
  * been freeing a detached ULT when weft_shutdown found wf_live() == 0. */
 void wf_workers_stop(void)
 {
@@ -259,7 +259,9 @@ void wf_workers_stop(void)
 	for (int i = first; i < wf_rt.nworkers; i++)
 		WF_SYS(pthread_join)(wf_rt.workers[i]->thread, NULL);
 	if (wf_rt.root) {
-		wf_stack_altstack_fini(wf_rt.workers[0]);
+		wf_worker_t *w0 = wf_rt.workers[0];
+		wf_stack_altstack_fini(w0->altstack, &w0->old_altstack);
+		w0->altstack = NULL;
 		if (root_affinity_saved) {
 			WF_SYS(pthread_setaffinity_np)
 			(WF_SYS(pthread_self)(), sizeof root_affinity, &root_affinity);
@@ -273,8 +275,8 @@ void wf_workers_stop(void)
 void wf_workers_free(void)
 {
 	for (int i = 0; i < wf_rt.nworkers; i++) {
-		wf_stack_cache_drain(wf_rt.workers[i]);
-		wf_tsd_cache_drain(wf_rt.workers[i]);
+		wf_registry_drain(&wf_rt.workers[i]->slots);
+		wf_stack_cache_drain(&wf_rt.workers[i]->stacks);
 		worker_free(wf_rt.workers[i]);
 	}
 	free(wf_rt.workers);

@@ -2,12 +2,12 @@
  * descriptor (and the ucontext_t of the ucontext backend):
  *
  *   map_base                                                   map_base+map_size
- *   | guard page | canary | ......... stack grows down ......... | uc | wf_ult |
+ *   | guard page | canary | ......... stack grows down ......... | uc | descriptor |
  *     PROT_NONE   stack_lo                                  stack_hi
  *
  * Guard pages cost one VMA each (two per stack: the guard and the rest), and
  * Linux allows vm.max_map_count (65,530 by default) per process. So at most
- * wf_rt.guarded_max stacks get a guard; past that, stacks are carved from
+ * guarded_max stacks get a guard; past that, stacks are carved from
  * slabs of SLAB_STACKS without guards. Guard-less stacks have a canary at
  * their lowest words (see enum wf_canary in ult.h), checked whenever their
  * ULT switches away; guarded stacks report a guard-page hit from a SIGSEGV
@@ -18,7 +18,7 @@
  * slab's first region borrows them from a page in front of the slab:
  *
  *   | pad page     | region 0                | region 1               | ...
- *   |          [c0]| stack 0 ...    | wf_ult [c1]| stack 1 ... | wf_ult [c2]|
+ *   |          [c0]| stack 0 ...    | desc [c1]| stack 1 ...   | desc [c2]|
  *
  * So checking a fresh stack's canary touches a page its neighbour's
  * descriptor already brought in, instead of faulting in the far end of its
@@ -35,7 +35,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "sched/sched.h"
+#include "context/context.h"
+#include "stack/stack.h"
 #if WF_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
@@ -52,10 +53,14 @@ enum { SLAB_STACKS = 64, GLOBAL_CACHE_MAX = 4096, CACHE_BATCH = WF_STACK_CACHE /
 
 static size_t page_size;
 static atomic_long guarded_live; /* guarded mappings alive, cached ones included */
+static size_t default_size;      /* wf_stack_configure */
+static long guarded_max;
+static size_t desc_size;
+static const wf_stack_hooks_t *hooks;
 
 /* Global cache of default-size stacks, and the current slab. */
 static wf_spinlock_t global_lock;
-static wf_ult_t *global_cache; /* linked through ->next */
+static wf_stack_t *global_cache; /* linked through ->next */
 static long global_n;
 static char *slab_cur;
 static size_t slab_left;
@@ -70,60 +75,52 @@ size_t wf_page_size(void)
 	return page_size;
 }
 
-/* Lay out descriptor, backend reserve, canary in [base, base+size).
- * guard: bytes of guard page at the bottom. */
-static wf_ult_t *layout(char *base, size_t size, size_t guard, int kind)
+void wf_stack_configure(size_t size, long max_guarded, size_t desc)
 {
-	uintptr_t top = (uintptr_t)base + size;
-	wf_ult_t *u = (wf_ult_t *)((top - sizeof(wf_ult_t)) & ~(uintptr_t)63);
-	size_t reserve = wf_ctx_reserve();
-	uintptr_t hi = ((uintptr_t)u - reserve) & ~(uintptr_t)63;
-	memset(u, 0, sizeof *u);
-	u->parker.ult = u;
-	u->map_base = base;
-	u->map_size = size;
-	u->stack_kind = kind;
-	u->ctx.stack_lo = base + guard;
-	u->ctx.stack_size = hi - (uintptr_t)(base + guard);
-	u->ctx.uc = reserve ? (ucontext_t *)hi : NULL;
-	u->valgrind_id = VALGRIND_STACK_REGISTER(u->ctx.stack_lo, (char *)hi);
-	return u;
+	default_size = size;
+	guarded_max = max_guarded;
+	desc_size = (desc + 63) & ~(size_t)63;
 }
 
-/* A cached stack is reused: reset the per-thread fields, keep the layout.
- * (Field by field: a memset of the whole descriptor showed up as the most
- * expensive instruction of a create+join.) */
-static wf_ult_t *reuse(wf_ult_t *u)
+size_t wf_stack_default_size(void)
 {
-	u->next = NULL;
-	u->id = 0;
-	atomic_store_explicit(&u->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
-	u->parker.ult = u;
-	u->state = 0;
-	u->bound_worker = -1;
-	u->last_worker = -1;
-	atomic_store_explicit(&u->joiner, WF_JOIN_NONE, memory_order_relaxed);
-	atomic_store_explicit(&u->joining, NULL, memory_order_relaxed);
-	u->join_target = NULL;
-	u->join_seen = 0;
-	atomic_store_explicit(&u->join_checking, 0, memory_order_relaxed);
-	u->retval = NULL;
-	u->name[0] = '\0';
-	u->block_reason = WF_BLOCK_NONE;
-	u->block_obj = NULL;
-	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
-	u->cwait = NULL;
-	u->cleanup = NULL;
-	u->tsd = NULL;
-	u->px_unwind = NULL;
-	u->px_policy = u->px_prio = 0;
-	atomic_store_explicit(&u->cpu_ns, 0, memory_order_relaxed);
-	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
-	return u;
+	return default_size;
+}
+
+/* Lay out descriptor, backend reserve, canary in [base, base+size).
+ * guard: bytes of guard page at the bottom. The descriptor is zeroed: it
+ * may lie on a caller's stack, or on a mapping reused for another size. */
+static wf_stack_t *layout(char *base, size_t size, size_t guard, int kind)
+{
+	uintptr_t top = (uintptr_t)base + size;
+	wf_stack_t *s = (wf_stack_t *)((top - desc_size) & ~(uintptr_t)63);
+	size_t reserve = wf_ctx_reserve();
+	uintptr_t hi = ((uintptr_t)s - reserve) & ~(uintptr_t)63;
+	memset(s, 0, desc_size);
+	s->map_base = base;
+	s->map_size = size;
+	s->kind = kind;
+	s->lo = base + guard;
+	s->size = hi - (uintptr_t)(base + guard);
+	s->reserved = reserve ? (void *)hi : NULL;
+	s->valgrind_id = VALGRIND_STACK_REGISTER(s->lo, (char *)hi);
+	return s;
+}
+
+wf_stack_t *wf_stack_thread(void)
+{
+	size_t reserve = wf_ctx_reserve();
+	wf_stack_t *s;
+	if (posix_memalign((void **)&s, 64, desc_size + reserve))
+		return NULL;
+	memset(s, 0, desc_size + reserve);
+	s->kind = WF_STACK_THREAD;
+	s->reserved = reserve ? (char *)s + desc_size : NULL;
+	return s;
 }
 
 /* A stack with a guard of g bytes (a whole number of pages) below it. */
-static wf_ult_t *map_guarded(size_t size, size_t g)
+static wf_stack_t *map_guarded(size_t size, size_t g)
 {
 	char *p = mmap(NULL, size + g, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
@@ -137,7 +134,7 @@ static wf_ult_t *map_guarded(size_t size, size_t g)
 	return layout(p, size + g, g, WF_STACK_GUARDED);
 }
 
-static wf_ult_t *map_bare(size_t size)
+static wf_stack_t *map_bare(size_t size)
 {
 	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
@@ -146,7 +143,7 @@ static wf_ult_t *map_bare(size_t size)
 
 /* One stack from the current slab (a new slab if it is used up).
  * Called with global_lock held. */
-static wf_ult_t *carve_slab(size_t size)
+static wf_stack_t *carve_slab(size_t size)
 {
 	if (slab_left < size) {
 		if (nslabs == slabs_cap) {
@@ -177,150 +174,141 @@ static wf_ult_t *carve_slab(size_t size)
 
 static int guard_budget_left(void)
 {
-	return wf_rt.guarded_max > 0 &&
-	       atomic_load_explicit(&guarded_live, memory_order_relaxed) < wf_rt.guarded_max;
+	return guarded_max > 0 &&
+	       atomic_load_explicit(&guarded_live, memory_order_relaxed) < guarded_max;
 }
 
-int wf_stack_alloc(wf_worker_t *w, size_t size, void *user_addr, size_t guard, wf_ult_t **out)
+/* Take a stack from the cache (refilled from the global one in a batch, so
+ * the lock is rare), or from the global cache; NULL if both are empty. */
+static wf_stack_t *take_cached(wf_stack_cache_t *c)
 {
-	wf_ult_t *u = NULL;
+	if (c && c->n > 0)
+		return c->v[--c->n];
+	wf_stack_t *s = NULL;
+	wf_spin_lock(&global_lock);
+	while (global_cache && c && c->n < CACHE_BATCH) {
+		c->v[c->n++] = global_cache;
+		global_cache = global_cache->next;
+		global_n--;
+	}
+	if (c && c->n > 0) {
+		s = c->v[--c->n];
+	} else if (!c && global_cache) {
+		s = global_cache;
+		global_cache = s->next;
+		global_n--;
+	}
+	wf_spin_unlock(&global_lock);
+	return s;
+}
+
+int wf_stack_alloc(wf_stack_cache_t *c, size_t size, void *user_addr, size_t guard,
+		   wf_stack_t **out)
+{
+	wf_stack_t *s = NULL;
 	size_t pg = wf_page_size();
 	if (user_addr) {
-		u = layout(user_addr, size, 0, WF_STACK_USER);
-		goto done;
-	}
-	if (guard > pg) {
+		s = layout(user_addr, size, 0, WF_STACK_USER);
+	} else if (guard > pg) {
 		/* A larger guard than weft's page (POSIX guardsize): a mapping of
 		 * its own, never cached (its size is not the default's). */
-		u = map_guarded(size, (guard + pg - 1) / pg * pg);
-		if (!u)
-			return errno == ENOMEM ? ENOMEM : EAGAIN;
-		goto done;
-	}
-	if (size == wf_rt.stack_size) {
-		if (w && w->nstacks > 0) {
-			u = reuse(w->stack_cache[--w->nstacks]);
-			goto done;
-		}
+		s = map_guarded(size, (guard + pg - 1) / pg * pg);
+	} else if (size == default_size && (s = take_cached(c))) {
+		s->next = NULL;
+	} else if (size == default_size && !guard_budget_left()) {
 		wf_spin_lock(&global_lock);
-		/* Refill the worker's cache in one go so the lock is rare. */
-		while (global_cache && w && w->nstacks < CACHE_BATCH) {
-			w->stack_cache[w->nstacks++] = global_cache;
-			global_cache = global_cache->next;
-			global_n--;
-		}
-		if (w && w->nstacks > 0) {
-			wf_spin_unlock(&global_lock);
-			u = reuse(w->stack_cache[--w->nstacks]);
-			goto done;
-		}
-		if (!w && global_cache) {
-			u = global_cache;
-			global_cache = u->next;
-			global_n--;
-			wf_spin_unlock(&global_lock);
-			u = reuse(u);
-			goto done;
-		}
-		if (!guard_budget_left()) {
-			u = carve_slab(size);
-			wf_spin_unlock(&global_lock);
-			if (!u)
-				return ENOMEM;
-			goto done;
-		}
+		s = carve_slab(size);
 		wf_spin_unlock(&global_lock);
+		if (!s)
+			return ENOMEM;
+	} else {
+		s = guard_budget_left() ? map_guarded(size, pg) : map_bare(size);
 	}
-	u = guard_budget_left() ? map_guarded(size, pg) : map_bare(size);
-	if (!u)
+	if (!s)
 		return errno == ENOMEM ? ENOMEM : EAGAIN;
-done:
-	switch (u->stack_kind) {
+	switch (s->kind) {
 	case WF_STACK_USER:
-		u->canary = WF_CANARY_MAGIC_WORD;
-		*(uint64_t *)u->ctx.stack_lo = wf_canary_value(u);
+		s->canary = WF_CANARY_MAGIC_WORD;
+		*(uint64_t *)s->lo = wf_canary_value(s);
 		break;
 	case WF_STACK_SLAB:
 	case WF_STACK_BARE: {
 		/* Fresh pages are zero; a reused stack may have been used
 		 * to the bottom (write only then, so untouched pages stay
 		 * unbacked). */
-		uint64_t *c = u->ctx.stack_lo;
-		u->canary = WF_CANARY_ZERO;
-		if (c[0] | c[1] | c[2] | c[3])
-			memset(c, 0, WF_CANARY_WORDS * sizeof *c);
+		uint64_t *w = s->lo;
+		s->canary = WF_CANARY_ZERO;
+		if (w[0] | w[1] | w[2] | w[3])
+			memset(w, 0, WF_CANARY_WORDS * sizeof *w);
 		break;
 	}
 	default:
-		u->canary = WF_CANARY_NONE;
+		s->canary = WF_CANARY_NONE;
 	}
-	*out = u;
+	*out = s;
 	return 0;
 }
 
-static void unmap(wf_ult_t *u)
+static void unmap(wf_stack_t *s)
 {
-	VALGRIND_STACK_DEREGISTER(u->valgrind_id);
-	if (u->stack_kind == WF_STACK_GUARDED)
+	VALGRIND_STACK_DEREGISTER(s->valgrind_id);
+	if (s->kind == WF_STACK_GUARDED)
 		atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_relaxed);
 #if WF_ASAN
 	/* Frames left on it keep their redzones poisoned otherwise, and
 	 * whatever is mapped here next would fault. */
-	__asan_unpoison_memory_region(u->map_base, u->map_size);
+	__asan_unpoison_memory_region(s->map_base, s->map_size);
 #endif
-	munmap(u->map_base, u->map_size);
+	munmap(s->map_base, s->map_size);
 }
 
 /* Put a stack on the global cache, or give it back. A slab stack cannot be
  * unmapped alone without splitting its slab's mapping (one more VMA each),
  * so slab stacks always stay cached for reuse; their memory goes back to
  * the system when the runtime shuts down. */
-static void release_global(wf_ult_t *u)
+static void release_global(wf_stack_t *s)
 {
 	wf_spin_lock(&global_lock);
-	if (global_n >= GLOBAL_CACHE_MAX && u->stack_kind != WF_STACK_SLAB) {
+	if (global_n >= GLOBAL_CACHE_MAX && s->kind != WF_STACK_SLAB) {
 		wf_spin_unlock(&global_lock);
-		unmap(u);
+		unmap(s);
 		return;
 	}
-	u->next = global_cache;
-	global_cache = u;
+	s->next = global_cache;
+	global_cache = s;
 	global_n++;
 	wf_spin_unlock(&global_lock);
 }
 
-void wf_stack_free(wf_worker_t *w, wf_ult_t *u)
+void wf_stack_free(wf_stack_cache_t *c, wf_stack_t *s)
 {
-	/* Its ULT is gone: the next ULT on this stack gets a fresh TSan fiber. */
-	wf_ctx_forget(&u->ctx);
-	switch (u->stack_kind) {
+	switch (s->kind) {
 	case WF_STACK_USER:
-		VALGRIND_STACK_DEREGISTER(u->valgrind_id);
+		VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 		return;
 	case WF_STACK_THREAD:
-		free(u);
+		free(s);
 		return;
 	case WF_STACK_BARE:
-		unmap(u);
+		unmap(s);
 		return;
 	}
-	if (u->map_size !=
-	    wf_rt.stack_size + (u->stack_kind == WF_STACK_GUARDED ? wf_page_size() : 0)) {
-		WF_ASSERT(u->stack_kind == WF_STACK_GUARDED);
-		unmap(u);
+	if (s->map_size != default_size + (s->kind == WF_STACK_GUARDED ? wf_page_size() : 0)) {
+		WF_ASSERT(s->kind == WF_STACK_GUARDED);
+		unmap(s);
 		return;
 	}
-	if (w && w->nstacks < WF_STACK_CACHE) {
-		w->stack_cache[w->nstacks++] = u;
+	if (c && c->n < WF_STACK_CACHE) {
+		c->v[c->n++] = s;
 		return;
 	}
-	release_global(u);
+	release_global(s);
 }
 
-void wf_stack_cache_drain(wf_worker_t *w)
+void wf_stack_cache_drain(wf_stack_cache_t *c)
 {
-	while (w->nstacks > 0)
-		release_global(w->stack_cache[--w->nstacks]);
+	while (c->n > 0)
+		release_global(c->v[--c->n]);
 }
 
 /* Give back every cached stack and every slab (at shutdown, when no ULT
@@ -329,14 +317,14 @@ void wf_stack_cache_drain(wf_worker_t *w)
 void wf_stack_global_drain(void)
 {
 	wf_spin_lock(&global_lock);
-	wf_ult_t *u = global_cache;
-	while (u) {
-		wf_ult_t *next = u->next;
-		if (u->stack_kind == WF_STACK_SLAB)
-			VALGRIND_STACK_DEREGISTER(u->valgrind_id);
+	wf_stack_t *s = global_cache;
+	while (s) {
+		wf_stack_t *next = s->next;
+		if (s->kind == WF_STACK_SLAB)
+			VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 		else
-			unmap(u);
-		u = next;
+			unmap(s);
+		s = next;
 	}
 	global_cache = NULL;
 	global_n = 0;
@@ -354,11 +342,16 @@ void wf_stack_global_drain(void)
 
 /* ---- reports ------------------------------------------------------------ */
 
-static void report(const char *fmt, wf_ult_t *u, const void *addr)
+/* "weft: fatal: <who> overflowed its stack: <what> at <addr> (stack lo-hi)" */
+static void report(const wf_stack_t *s, const char *what, const void *addr)
 {
-	char buf[256];
-	int n = snprintf(buf, sizeof buf, fmt, (unsigned long long)u->id, u->name[0] ? u->name : "",
-			 addr, u->ctx.stack_lo, (char *)u->ctx.stack_lo + u->ctx.stack_size);
+	char who[160] = "a thread";
+	if (hooks && hooks->describe)
+		hooks->describe(s, who, sizeof who);
+	char buf[384];
+	int n = snprintf(buf, sizeof buf,
+			 "weft: fatal: %s overflowed its stack: %s at %p (stack %p-%p)\n", who,
+			 what, addr, s->lo, (char *)s->lo + s->size);
 	if (n > 0) {
 		ssize_t r =
 			write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf);
@@ -366,12 +359,9 @@ static void report(const char *fmt, wf_ult_t *u, const void *addr)
 	}
 }
 
-void wf_stack_canary_fail(wf_ult_t *u)
+void wf_stack_canary_fail(const wf_stack_t *s)
 {
-
-	report("weft: fatal: ULT %llu \"%s\" overflowed its stack: canary smashed at %p "
-	       "(stack %p-%p)\n",
-	       u, u->ctx.stack_lo);
+	report(s, "canary smashed", s->lo);
 	abort();
 }
 
@@ -380,14 +370,11 @@ static int segv_installed;
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
-	wf_worker_t *w = wf_worker_self();
-	wf_ult_t *u = w ? w->current : NULL;
+	const wf_stack_t *s = hooks && hooks->running ? hooks->running() : NULL;
 	char *a = si->si_addr;
-	if (u && u->stack_kind == WF_STACK_GUARDED && a >= (char *)u->map_base - 65536 &&
-	    a < (char *)u->ctx.stack_lo) {
-		report("weft: fatal: ULT %llu \"%s\" overflowed its stack: guard page hit at %p "
-		       "(stack %p-%p)\n",
-		       u, a);
+	if (s && s->kind == WF_STACK_GUARDED && a >= (char *)s->map_base - 65536 &&
+	    a < (char *)s->lo) {
+		report(s, "guard page hit", a);
 		signal(SIGABRT, SIG_DFL);
 		abort();
 	}
@@ -398,8 +385,9 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 }
 
-int wf_stack_signals_init(void)
+int wf_stack_signals_init(const wf_stack_hooks_t *h)
 {
+	hooks = h;
 	if (segv_installed)
 		return 0;
 	struct sigaction sa;
@@ -421,26 +409,26 @@ void wf_stack_signals_fini(void)
 	}
 }
 
-int wf_stack_altstack_init(wf_worker_t *w)
+enum { ALTSTACK_SIZE = 64 * 1024 };
+
+void *wf_stack_altstack_init(stack_t *old)
 {
-	size_t n = 64 * 1024;
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
 	if (p == MAP_FAILED)
-		return ENOMEM;
-	stack_t ss = {.ss_sp = p, .ss_size = n, .ss_flags = 0};
-	if (sigaltstack(&ss, &w->old_altstack) != 0) {
-		munmap(p, n);
-		return errno;
+		return NULL;
+	stack_t ss = {.ss_sp = p, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
+	if (sigaltstack(&ss, old) != 0) {
+		munmap(p, ALTSTACK_SIZE);
+		return NULL;
 	}
-	w->altstack = p;
-	return 0;
+	return p;
 }
 
-void wf_stack_altstack_fini(wf_worker_t *w)
+void wf_stack_altstack_fini(void *altstack, const stack_t *old)
 {
-	if (!w->altstack)
+	if (!altstack)
 		return;
-	sigaltstack(&w->old_altstack, NULL);
-	munmap(w->altstack, 64 * 1024);
-	w->altstack = NULL;
+	sigaltstack(old, NULL);
+	munmap(altstack, ALTSTACK_SIZE);
 }

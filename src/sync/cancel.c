@@ -7,13 +7,13 @@
  * variable wait first retakes its mutex, as POSIX requires.
  *
  * Acting means: mark the ULT ACTING and DISABLED (a cleanup handler that
- * blocks is not cancelled again), then weft_exit(WEFT_CANCELED), which runs
+ * blocks is not cancelled again), then wf_exit(WEFT_CANCELED), which runs
  * the cleanup handlers, newest first, and the thread-specific data
  * destructors before the ULT ends. weft does not unwind the stack: handlers
  * run on top of it, while the frames they refer to are still intact.
  *
  * A ULT blocked in weft_join is taken out of its target's joiner word
- * (wf_join_cancel, runtime/ult.c); its target stays joinable.
+ * (wf_join_cancel, src/sched/join.c); its target stays joinable.
  *
  * Foreign threads cannot be cancelled (weft_cancel takes a weft_t); their
  * cancel state is kept so that set/get round-trip.
@@ -27,9 +27,10 @@ static __thread struct weft_cleanup_frame *foreign_cleanup;
 
 static wf_ult_t *self_ult(void)
 {
-	wf_worker_t *w = wf_worker_self();
-	return w ? w->current : NULL;
+	return wf_self();
 }
+
+void (*wf_unwind_hook)(wf_ult_t *u);
 
 int weft_cancel(weft_t t)
 {
@@ -98,7 +99,7 @@ void wf_cancel_act(void)
 	WF_ASSERT(u != NULL);
 	atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_ACTING | WF_CANCEL_DISABLED,
 				 memory_order_acq_rel);
-	weft_exit(WEFT_CANCELED);
+	wf_exit(WEFT_CANCELED);
 }
 
 static struct weft_cleanup_frame **cleanup_head(void)
@@ -129,9 +130,10 @@ void weft_cleanup_pop_frame(struct weft_cleanup_frame *f, int execute)
 void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 {
 	/* Frames pushed by glibc's macros (POSIX layer) first: each runs its
-	 * handler and comes back through weft_exit (src/posix/unwind.c). */
+	 * handler and comes back through wf_exit (src/posix/unwind.c, which
+	 * installs the hook when it registers the first frame). */
 	if (run_cleanup && u->px_unwind)
-		wf_px_unwind(u);
+		wf_unwind_hook(u);
 	if (run_cleanup) {
 		while (u->cleanup) {
 			struct weft_cleanup_frame *f = u->cleanup;
@@ -142,4 +144,14 @@ void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 	}
 	if (u->tsd)
 		wf_tsd_exit(&u->tsd);
+}
+
+void wf_exit(void *ret)
+{
+	wf_ult_t *self = wf_self();
+	WF_ASSERT(self != NULL);
+	self->retval = ret; /* before the handlers: an unwind comes back here */
+	/* Handlers and destructors may block and resume on another worker. */
+	wf_ult_exiting(self, 1);
+	wf_exit_self();
 }

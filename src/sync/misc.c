@@ -213,7 +213,7 @@ int weft_spin_lock(weft_spinlock_t *l)
 		/* The holder may be a ULT waiting for this very worker. */
 		if (i % SPIN_YIELD_EVERY == 0) {
 			if (wf_worker_self())
-				weft_yield();
+				wf_yield();
 			else
 				WF_SYS(sched_yield)();
 		}

@@ -239,7 +239,7 @@ static inline int try_take(weft_mutex_t *m)
 static void yield_worker(void)
 {
 	if (wf_worker_self())
-		weft_yield();
+		wf_yield();
 	else
 		WF_SYS(sched_yield)();
 }

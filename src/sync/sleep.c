@@ -1,5 +1,5 @@
 /* Sleeping: a ULT sleeps by waiting with a deadline on a word nobody wakes,
- * so its worker runs other ULTs meanwhile (timers in timer.c). A foreign
+ * so its worker runs other ULTs meanwhile (timers in src/sched/timer.c). A foreign
  * thread sleeps in the kernel. */
 #include <errno.h>
 
@@ -38,7 +38,8 @@ int weft_sleep_ns(uint64_t ns)
 {
 	if (ns == 0) {
 		wf_testcancel();
-		return weft_yield();
+		wf_yield();
+		return 0;
 	}
 	return sleep_until(after(ns));
 }

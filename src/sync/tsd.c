@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sync/wait.h"
 #include "util/sys.h"
@@ -105,15 +106,34 @@ static struct wf_tsd **my_table(void)
 	return &foreign_tsd;
 }
 
+/* Tables of exited ULTs, their values all NULL, kept per worker (indexed
+ * by worker id; only that worker's kernel thread touches its entry) so a
+ * ULT that sets a value pays no calloc/free. Allocated when the runtime
+ * starts (wf_sync_start); NULL if that failed: no caching then. */
+#define TSD_CACHE 16
+struct tsd_cache {
+	struct wf_tsd *head;
+	int n;
+} WF_ALIGNED_CL;
+static struct tsd_cache *caches;
+static int ncaches;
+
+/* The calling ULT's worker's cache, or NULL (a foreign thread). */
+static struct tsd_cache *my_cache(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w && w->current && w->id < ncaches ? &caches[w->id] : NULL;
+}
+
 /* A table with every value NULL: for a ULT, its worker's cached one if
  * there is one; else a new one. */
 static struct wf_tsd *table_get(void)
 {
-	wf_worker_t *w = wf_worker_self();
-	struct wf_tsd *t = w && w->current ? w->tsd_cache : NULL;
+	struct tsd_cache *c = my_cache();
+	struct wf_tsd *t = c ? c->head : NULL;
 	if (t) {
-		w->tsd_cache = t->next;
-		w->ntsd--;
+		c->head = t->next;
+		c->n--;
 		t->next = NULL;
 		return t;
 	}
@@ -130,24 +150,41 @@ static void table_free(struct wf_tsd *t)
 /* t's values are all NULL: cache it on the calling ULT's worker, or free it. */
 static void table_put(struct wf_tsd *t)
 {
-	wf_worker_t *w = wf_worker_self();
-	if (w && w->current && w->ntsd < WF_TSD_CACHE) {
-		t->next = w->tsd_cache;
-		w->tsd_cache = t;
-		w->ntsd++;
+	struct tsd_cache *c = my_cache();
+	if (c && c->n < TSD_CACHE) {
+		t->next = c->head;
+		c->head = t;
+		c->n++;
 		return;
 	}
 	table_free(t);
 }
 
-void wf_tsd_cache_drain(wf_worker_t *w)
+void wf_sync_start(int nworkers)
 {
-	while (w->tsd_cache) {
-		struct wf_tsd *t = w->tsd_cache;
-		w->tsd_cache = t->next;
-		table_free(t);
-	}
-	w->ntsd = 0;
+	caches = aligned_alloc(WF_CACHELINE, (size_t)nworkers * sizeof *caches);
+	if (caches)
+		memset(caches, 0, (size_t)nworkers * sizeof *caches);
+	ncaches = caches ? nworkers : 0;
+}
+
+/* After the workers' kernel threads ended: nothing uses the caches. */
+void wf_sync_stop(void)
+{
+	for (int i = 0; i < ncaches; i++)
+		while (caches[i].head) {
+			struct wf_tsd *t = caches[i].head;
+			caches[i].head = t->next;
+			table_free(t);
+		}
+	free(caches);
+	caches = NULL;
+	ncaches = 0;
+}
+
+void wf_tsd_on_return(wf_ult_t *u)
+{
+	wf_ult_exiting(u, 0); /* returning does not run cleanup handlers */
 }
 
 void *weft_getspecific(weft_key_t k)

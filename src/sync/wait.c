@@ -18,7 +18,7 @@
  *
  *   QUEUED     in a bucket; owned by the bucket lock.
  *   WOKEN      removed by a waker,
- *   TIMEDOUT   by its timer (timer.c) or by itself (a foreign thread whose
+ *   TIMEDOUT   by its timer (src/sched/timer.c) or by itself (a foreign thread whose
  *              futex wait timed out),
  *   CANCELED   by weft_cancel,
  *   INTERRUPTED by a signal sent to the ULT (signal.c): the wait returns EINTR.
@@ -38,7 +38,7 @@
  * requeue that moved any woke, learn it from wf_wait_requeued: they owe the
  * others on the new queue a wake (cond.c).
  *
- * weft_cancel also takes a ULT out of weft_join (wf_join_cancel, runtime/ult.c).
+ * weft_cancel also takes a ULT out of weft_join (wf_join_cancel, src/sched/join.c).
  *
  * Lock order: a ULT's wait_lock, then a timer heap's lock, then bucket
  * locks, two buckets in address order.
@@ -175,7 +175,7 @@ static int wait_foreign(wf_waiter_t *me, uint64_t deadline)
 static int wait_ult(wf_worker_t *w, wf_waiter_t *me, uint64_t deadline)
 {
 	int timed = deadline != 0;
-	if (timed && wf_timer_add(w, &me->timer, deadline, timer_expired)) {
+	if (timed && wf_timer_add(&w->timers, &me->timer, deadline, timer_expired)) {
 		if (dequeue(me, WF_W_TIMEDOUT))
 			return ENOMEM;
 		timed = 0; /* woken already: wait for the token, report the wake */
@@ -341,7 +341,7 @@ void wf_wait_cancel(wf_ult_t *u)
 	if (ours)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */
 	else
-		wf_join_cancel(u); /* or blocked in weft_join (runtime/ult.c) */
+		wf_join_cancel(u); /* or blocked in weft_join (src/sched/join.c) */
 }
 
 static __thread char foreign_key_anchor;

@@ -1,6 +1,8 @@
-/* Wait-on-address and timers: the layer every weft lock blocks through.
- * The protocol is written down at the top of src/sync/wait.c; the timers
- * at the top of src/sync/timer.c. */
+/* The synchronization layer's internal interface: wait-on-address (the
+ * layer every weft lock blocks through; the protocol is at the top of
+ * src/sync/wait.c), deadlines, signals, cancellation and exit handlers,
+ * thread-specific data. Timed waits arm the scheduler's worker timers
+ * (src/sched/timer.h). */
 #ifndef WF_SYNC_WAIT_H
 #define WF_SYNC_WAIT_H
 
@@ -10,42 +12,7 @@
 #include <time.h>
 
 #include "sched/sched.h"
-
-/* ---- timers (timer.c) ---------------------------------------------------- */
-
-typedef struct wf_timer wf_timer_t;
-
-/* Called by the worker that owns the heap, with the heap locked, when the
- * deadline has passed. Returns a parker to unpark once the lock is dropped,
- * or NULL. */
-typedef wf_parker_t *(*wf_timer_fn)(wf_timer_t *t);
-
-struct wf_timer {
-	uint64_t deadline; /* CLOCK_MONOTONIC ns */
-	int index;         /* position in heap->v, or -1; under heap->lock */
-	struct wf_timers *heap;
-	wf_timer_fn fire;
-};
-
-/* Arm t on worker w's heap (the caller runs on w). ENOMEM if the heap
- * cannot grow. */
-WF_HIDDEN int wf_timer_add(wf_worker_t *w, wf_timer_t *t, uint64_t deadline, wf_timer_fn fire);
-/* Disarm t if it has not fired. When this returns, the firing code (if any)
- * is done with t. Any thread may call it. */
-WF_HIDDEN void wf_timer_cancel(wf_timer_t *t);
-/* Fire w's expired timers; returns how many fired. Called by w's owner. */
-WF_HIDDEN int wf_timers_poll(wf_worker_t *w, uint64_t now);
-/* Idle worker w fires other workers' expired timers (trylock). */
-WF_HIDDEN int wf_timers_help(wf_worker_t *w, uint64_t now);
-/* The latest time idle worker w may sleep until, for the timers of workers
- * that are busy now: their earliest deadline + WF_TIMER_BACKSTOP_NS. */
-#define WF_TIMER_BACKSTOP_NS 2000000ull
-WF_HIDDEN uint64_t wf_timers_backstop(wf_worker_t *w);
-/* w's earliest deadline, or UINT64_MAX (relaxed read, any thread). */
-static inline uint64_t wf_timers_next(wf_worker_t *w)
-{
-	return atomic_load_explicit(&w->timers.next, memory_order_acquire);
-}
+#include "sched/timer.h"
 
 /* ---- deadlines ----------------------------------------------------------- */
 
@@ -90,8 +57,6 @@ WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one
  * (weft_cancel). */
 WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);
-/* Take ULT u out of a weft_join it is blocked in (runtime/ult.c). */
-WF_HIDDEN int wf_join_cancel(wf_ult_t *u);
 
 /* ---- mutex internals for condition variables (mutex.c) ---------------------- */
 
@@ -108,9 +73,19 @@ WF_HIDDEN _Noreturn void wf_cancel_act(void);
 /* Cleanup handlers (if run_cleanup: weft_exit, cancellation) and
  * thread-specific data destructors of an exiting ULT; runs on its stack. */
 WF_HIDDEN void wf_ult_exiting(wf_ult_t *u, int run_cleanup);
-/* Jump into the newest glibc-style cleanup frame of u (no return). */
-WF_HIDDEN _Noreturn void wf_px_unwind(wf_ult_t *u);
+/* End the calling ULT with ret: its cleanup handlers, its thread-specific
+ * data destructors, then the scheduler's exit (weft_exit, pthread_exit). */
+WF_HIDDEN _Noreturn void wf_exit(void *ret);
+/* Start and stop the layer with the runtime (tsd.c: per-worker caches). */
+WF_HIDDEN void wf_sync_start(int nworkers);
+WF_HIDDEN void wf_sync_stop(void);
+/* Jump into the newest glibc-style cleanup frame of u (no return): set by
+ * the POSIX layer (src/posix/unwind.c) when it registers a frame. */
+WF_HIDDEN extern void (*wf_unwind_hook)(wf_ult_t *u);
 WF_HIDDEN void wf_tsd_exit(struct wf_tsd **slot);
+/* The thread-specific data destructors of a ULT whose function returned
+ * (wf_ult_return_hook). */
+WF_HIDDEN void wf_tsd_on_return(wf_ult_t *u);
 /* Move a table to the calling thread's foreign slot (weft_shutdown). */
 WF_HIDDEN void wf_tsd_adopt(struct wf_tsd **slot);
 /* Move the calling thread's foreign table into *slot (the new root ULT's). */

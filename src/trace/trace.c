@@ -300,7 +300,7 @@ static inline uint64_t id_of(const wf_ult_t *u)
 }
 
 /* The switch on w from `from` (NULL: the loop) to `to` (NULL: the loop),
- * with from's after-switch action. Called by switch_to (sched.c). */
+ * with from's after-switch action. Called by the switch tail (sched.c). */
 void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action)
 {
 	int code = action;

@@ -104,7 +104,7 @@ static inline uint64_t wf_trace_clock(void)
  * worker). Called by w's kernel thread. */
 WF_HIDDEN void wf_trace_emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b);
 /* The switch on w from `from` (NULL: the loop) to `to` (NULL: the loop),
- * with from's after-switch action. Called by switch_to (sched.c). */
+ * with from's after-switch action. Called by the switch tail (sched.c). */
 WF_HIDDEN void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action);
 /* u was made runnable by the caller (running on w, or NULL). */
 WF_HIDDEN void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u);

@@ -177,6 +177,91 @@ static void test_no_migration_keeps_first_worker(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* WEFT_MIGRATE=0 binds a ULT to its first worker also when that first run
+ * begins as another ULT exits (an exit switches straight to the next ready
+ * ULT, without switch_to). Each round, a detached ULT on worker 1 creates a
+ * child and returns at once, so the child, queued on worker 1, is what the
+ * exit runs next. The child then sleeps and yields; meanwhile a ULT bound to
+ * worker 1 keeps yielding there (the child's yields really switch away) and
+ * main blocks in weft_join, leaving worker 0 idle to take any unbound ULT
+ * and fire timers: an unbound child runs on worker 0 at most of its checks. */
+enum { EXIT_ROUNDS = 4, EXIT_ITERS = 2000 };
+struct first_run_by_exit {
+	atomic_int started;
+	atomic_int done;
+	weft_t child;
+	int moved;
+};
+
+static void *sleep_and_yield_counting_moves(void *arg)
+{
+	struct first_run_by_exit *s = arg;
+	int first = weft_worker_id();
+	s->child = weft_self();
+	atomic_store(&s->started, 1);
+	for (int i = 0; i < EXIT_ITERS; i++) {
+		if (i % 2)
+			weft_sleep_ns(5000); /* park and be woken by a timer */
+		else
+			weft_yield();
+		if (weft_worker_id() != first)
+			s->moved++;
+	}
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void *create_child_and_return(void *arg)
+{
+	wt_spawn(NULL, sleep_and_yield_counting_moves, arg);
+	return NULL;
+}
+
+/* Busy between yields: an unbound child that yields is queued where worker 0
+ * can take it, and this gives worker 0 time to, before this ULT's next yield
+ * takes the child back. */
+static void *spin_until_child_done(void *arg)
+{
+	struct first_run_by_exit *s = arg;
+	while (!atomic_load(&s->done)) {
+		for (volatile int i = 0; i < 3000; i++)
+			;
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void test_no_migration_binds_ult_first_run_by_an_exit(void **state)
+{
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.workers = 2;
+	c.migrate = -1;
+	WT_OK(weft_init(&c));
+	weft_attr_t a;
+	WT_OK(weft_attr_init(&a));
+	WT_OK(weft_attr_setworker(&a, 1));
+	WT_OK(weft_attr_setdetached(&a, 1));
+	int moved = 0;
+	for (int r = 0; r < EXIT_ROUNDS; r++) {
+		struct first_run_by_exit s = {0};
+		wt_spawn(&a, create_child_and_return, &s);
+		/* Spin without yielding until the child runs: a yield of main's
+		 * could take the child from the central queue (share) first. */
+		uint64_t deadline = wt_now_ns() + 10000000000ull;
+		while (!atomic_load(&s.started))
+			if (wt_now_ns() > deadline)
+				fail_msg("round %d: the child did not start within 10 s", r);
+		weft_t load = wt_spawn_on(1, spin_until_child_done, &s);
+		wt_join(s.child);
+		wt_join(load);
+		moved += s.moved;
+	}
+	WT_OK(weft_attr_destroy(&a));
+	WT_EQ(moved, 0); /* checks, of EXIT_ROUNDS * EXIT_ITERS, off the first worker */
+	wt_fini();
+}
+
 static void test_bound_ult_stays_on_its_worker(void **state)
 {
 	enum { W = 3 };
@@ -438,6 +523,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_yield_with_nothing_else_returns),
 		cmocka_unit_test(test_bound_ult_stays_on_its_worker),
 		cmocka_unit_test(test_no_migration_keeps_first_worker),
+		cmocka_unit_test(test_no_migration_binds_ult_first_run_by_an_exit),
 		cmocka_unit_test(test_create_on_out_of_range_worker_einval),
 		cmocka_unit_test(test_cpu_bound_work_spreads_to_all_workers),
 		cmocka_unit_test(test_main_yield_runs_others_on_one_worker),

@@ -8,9 +8,9 @@
  */
 #include <stdlib.h>
 
-#include "runtime/runtime.h"
+#include "sched/registry.h"
 
-#define SLOT_BITS  22 /* at most 4,194,304 ULTs alive at once */
+#define SLOT_BITS  WF_SLOT_BITS /* at most 4,194,304 ULTs alive at once */
 #define CHUNK_BITS 12
 #define NCHUNKS    (1u << (SLOT_BITS - CHUNK_BITS))
 #define CHUNK_SIZE (1u << CHUNK_BITS)
@@ -38,17 +38,17 @@ static int free_push_locked(uint32_t slot)
 	return 0;
 }
 
-static int slot_alloc(wf_worker_t *w, uint32_t *out)
+static int slot_alloc(wf_registry_cache_t *c, uint32_t *out)
 {
-	if (w && w->nslots > 0) {
-		*out = w->slot_cache[--w->nslots];
+	if (c && c->n > 0) {
+		*out = c->v[--c->n];
 		return 0;
 	}
 	wf_spin_lock(&free_lock);
 	if (nfree > 0) {
-		if (w)
-			while (nfree > 1 && w->nslots < WF_SLOT_CACHE / 2)
-				w->slot_cache[w->nslots++] = free_slots[--nfree];
+		if (c)
+			while (nfree > 1 && c->n < WF_SLOT_CACHE / 2)
+				c->v[c->n++] = free_slots[--nfree];
 		*out = free_slots[--nfree];
 		wf_spin_unlock(&free_lock);
 		return 0;
@@ -63,10 +63,10 @@ static int slot_alloc(wf_worker_t *w, uint32_t *out)
 	return 0;
 }
 
-static void slot_free(wf_worker_t *w, uint32_t slot)
+static void slot_free(wf_registry_cache_t *c, uint32_t slot)
 {
-	if (w && w->nslots < WF_SLOT_CACHE) {
-		w->slot_cache[w->nslots++] = slot;
+	if (c && c->n < WF_SLOT_CACHE) {
+		c->v[c->n++] = slot;
 		return;
 	}
 	wf_spin_lock(&free_lock);
@@ -74,19 +74,18 @@ static void slot_free(wf_worker_t *w, uint32_t slot)
 		/* Out of memory for the free list: the slot is lost (ids stay
 		 * unique; only capacity shrinks by one). */
 	}
-	if (w) /* make room in the worker's cache for the next frees */
-		while (w->nslots > WF_SLOT_CACHE / 2 &&
-		       free_push_locked(w->slot_cache[w->nslots - 1]) == 0)
-			w->nslots--;
+	if (c) /* make room in the worker's cache for the next frees */
+		while (c->n > WF_SLOT_CACHE / 2 && free_push_locked(c->v[c->n - 1]) == 0)
+			c->n--;
 	wf_spin_unlock(&free_lock);
 }
 
 static _Atomic(wf_ult_t *) *chunk_for(uint32_t slot, int create)
 {
 	unsigned ci = slot >> CHUNK_BITS;
-	_Atomic(wf_ult_t *) *c = atomic_load_explicit(&chunks[ci], memory_order_acquire);
-	if (c || !create)
-		return c;
+	_Atomic(wf_ult_t *) *ch = atomic_load_explicit(&chunks[ci], memory_order_acquire);
+	if (ch || !create)
+		return ch;
 	_Atomic(wf_ult_t *) *fresh = calloc(CHUNK_SIZE, sizeof *fresh);
 	if (!fresh)
 		return NULL;
@@ -98,31 +97,31 @@ static _Atomic(wf_ult_t *) *chunk_for(uint32_t slot, int create)
 	return expected;
 }
 
-int wf_registry_add(wf_worker_t *w, wf_ult_t *u)
+int wf_registry_add(wf_registry_cache_t *c, wf_ult_t *u)
 {
 	uint32_t slot;
-	int e = slot_alloc(w, &slot);
+	int e = slot_alloc(c, &slot);
 	if (e)
 		return e;
-	_Atomic(wf_ult_t *) *c = chunk_for(slot, 1);
-	if (!c) {
-		slot_free(w, slot);
+	_Atomic(wf_ult_t *) *ch = chunk_for(slot, 1);
+	if (!ch) {
+		slot_free(c, slot);
 		return ENOMEM;
 	}
 	uint64_t s = atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed);
 	u->id = (s << SLOT_BITS) | slot;
-	atomic_store_explicit(&c[slot & (CHUNK_SIZE - 1)], u, memory_order_release);
+	atomic_store_explicit(&ch[slot & (CHUNK_SIZE - 1)], u, memory_order_release);
 	return 0;
 }
 
-void wf_registry_remove(wf_worker_t *w, wf_ult_t *u)
+void wf_registry_remove(wf_registry_cache_t *c, wf_ult_t *u)
 {
 	uint32_t slot = (uint32_t)(u->id & SLOT_MASK);
-	_Atomic(wf_ult_t *) *c = chunk_for(slot, 0);
-	WF_ASSERT(c &&
-		  atomic_load_explicit(&c[slot & (CHUNK_SIZE - 1)], memory_order_relaxed) == u);
-	atomic_store_explicit(&c[slot & (CHUNK_SIZE - 1)], NULL, memory_order_release);
-	slot_free(w, slot);
+	_Atomic(wf_ult_t *) *ch = chunk_for(slot, 0);
+	WF_ASSERT(ch &&
+		  atomic_load_explicit(&ch[slot & (CHUNK_SIZE - 1)], memory_order_relaxed) == u);
+	atomic_store_explicit(&ch[slot & (CHUNK_SIZE - 1)], NULL, memory_order_release);
+	slot_free(c, slot);
 }
 
 wf_ult_t *wf_registry_find(weft_t id)
@@ -130,10 +129,10 @@ wf_ult_t *wf_registry_find(weft_t id)
 	if ((id >> SLOT_BITS) == 0)
 		return NULL;
 	uint32_t slot = (uint32_t)(id & SLOT_MASK);
-	_Atomic(wf_ult_t *) *c = chunk_for(slot, 0);
-	if (!c)
+	_Atomic(wf_ult_t *) *ch = chunk_for(slot, 0);
+	if (!ch)
 		return NULL;
-	wf_ult_t *u = atomic_load_explicit(&c[slot & (CHUNK_SIZE - 1)], memory_order_acquire);
+	wf_ult_t *u = atomic_load_explicit(&ch[slot & (CHUNK_SIZE - 1)], memory_order_acquire);
 	return u && u->id == id ? u : NULL;
 }
 
@@ -141,26 +140,26 @@ wf_ult_t *wf_registry_at(uint32_t slot)
 {
 	if (slot > SLOT_MASK)
 		return NULL;
-	_Atomic(wf_ult_t *) *c = chunk_for(slot, 0);
-	return c ? atomic_load_explicit(&c[slot & (CHUNK_SIZE - 1)], memory_order_acquire) : NULL;
+	_Atomic(wf_ult_t *) *ch = chunk_for(slot, 0);
+	return ch ? atomic_load_explicit(&ch[slot & (CHUNK_SIZE - 1)], memory_order_acquire) : NULL;
 }
 
-void wf_registry_drain_worker(wf_worker_t *w)
+void wf_registry_drain(wf_registry_cache_t *c)
 {
 	wf_spin_lock(&free_lock);
-	while (w->nslots > 0 && free_push_locked(w->slot_cache[w->nslots - 1]) == 0)
-		w->nslots--;
+	while (c->n > 0 && free_push_locked(c->v[c->n - 1]) == 0)
+		c->n--;
 	wf_spin_unlock(&free_lock);
 }
 
 void wf_registry_sweep(void (*fn)(wf_ult_t *u))
 {
 	for (unsigned ci = 0; ci < NCHUNKS; ci++) {
-		_Atomic(wf_ult_t *) *c = atomic_load_explicit(&chunks[ci], memory_order_acquire);
-		if (!c)
+		_Atomic(wf_ult_t *) *ch = atomic_load_explicit(&chunks[ci], memory_order_acquire);
+		if (!ch)
 			continue;
 		for (unsigned i = 0; i < CHUNK_SIZE; i++) {
-			wf_ult_t *u = atomic_load_explicit(&c[i], memory_order_acquire);
+			wf_ult_t *u = atomic_load_explicit(&ch[i], memory_order_acquire);
 			if (u)
 				fn(u);
 		}

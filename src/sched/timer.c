@@ -2,7 +2,7 @@
  *
  * Each worker has a binary min-heap of timers (wf_worker.timers). A ULT that
  * waits with a deadline arms a timer on the worker it runs on; the timer
- * lives in the waiter's stack frame (wait.c), so arming allocates nothing
+ * lives in the waiter's stack frame (src/sync/wait.c), so arming allocates nothing
  * unless the heap's array must grow.
  *
  * Who fires: the owning worker, which checks its heap's earliest deadline
@@ -27,7 +27,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "sync/wait.h"
+#include "sched/sched.h"
 
 static void heap_set(wf_timers_t *h, int i, wf_timer_t *t)
 {
@@ -82,9 +82,20 @@ static void heap_remove(wf_timers_t *h, int i)
 			      memory_order_release);
 }
 
-int wf_timer_add(wf_worker_t *w, wf_timer_t *t, uint64_t deadline, wf_timer_fn fire)
+void wf_timers_init(wf_timers_t *h)
 {
-	wf_timers_t *h = &w->timers;
+	atomic_store_explicit(&h->next, UINT64_MAX, memory_order_relaxed);
+}
+
+void wf_timers_fini(wf_timers_t *h)
+{
+	free(h->v);
+	h->v = NULL;
+	h->cap = 0;
+}
+
+int wf_timer_add(wf_timers_t *h, wf_timer_t *t, uint64_t deadline, wf_timer_fn fire)
+{
 	t->deadline = deadline;
 	t->fire = fire;
 	t->heap = h;
@@ -149,11 +160,11 @@ static int poll_heap(wf_timers_t *h, uint64_t now, int try)
 	}
 }
 
-int wf_timers_poll(wf_worker_t *w, uint64_t now)
+int wf_timers_poll(wf_timers_t *h, uint64_t now)
 {
-	if (wf_timers_next(w) > now)
+	if (wf_timers_next(h) > now)
 		return 0;
-	return poll_heap(&w->timers, now, 0);
+	return poll_heap(h, now, 0);
 }
 
 int wf_timers_help(wf_worker_t *w, uint64_t now)
@@ -161,7 +172,7 @@ int wf_timers_help(wf_worker_t *w, uint64_t now)
 	int fired = 0;
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_worker_t *v = wf_rt.workers[i];
-		if (v != w && wf_timers_next(v) <= now)
+		if (v != w && wf_timers_next(&v->timers) <= now)
 			fired += poll_heap(&v->timers, now, 1);
 	}
 	return fired;
@@ -175,36 +186,9 @@ uint64_t wf_timers_backstop(wf_worker_t *w)
 		if (v == w ||
 		    atomic_load_explicit(&v->sleep_state, memory_order_relaxed) == WF_SLEEPING)
 			continue; /* asleep: it wakes for its own timers */
-		uint64_t next = wf_timers_next(v);
+		uint64_t next = wf_timers_next(&v->timers);
 		if (next < UINT64_MAX - WF_TIMER_BACKSTOP_NS && next + WF_TIMER_BACKSTOP_NS < until)
 			until = next + WF_TIMER_BACKSTOP_NS;
 	}
 	return until;
-}
-
-int wf_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *out)
-{
-	if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
-		return EINVAL;
-	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
-		return EINVAL;
-	struct timespec now;
-	clock_gettime(clock, &now);
-	int64_t rel_s = (int64_t)abstime->tv_sec - (int64_t)now.tv_sec;
-	int64_t rel_ns = (int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec;
-	if (rel_s < 0 || (rel_s == 0 && rel_ns <= 0)) {
-		*out = 1; /* already past */
-		return 0;
-	}
-	/* A realtime deadline is measured on the monotonic clock from now on:
-	 * setting the wall clock later does not move it. */
-	uint64_t mono = clock == CLOCK_MONOTONIC
-				? (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec
-				: wf_now_ns();
-	if (rel_s > (int64_t)(UINT64_MAX / 4 / 1000000000u)) {
-		*out = UINT64_MAX / 2; /* centuries: as good as never */
-		return 0;
-	}
-	*out = mono + (uint64_t)(rel_s * 1000000000 + rel_ns);
-	return 0;
 }

@@ -1,0 +1,156 @@
+/* ULT descriptors: made, started, freed. The descriptor and its states are
+ * described in ult.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+#include "trace/trace.h"
+
+void (*wf_ult_return_hook)(wf_ult_t *u);
+
+/* First code of every ULT (through the context trampoline). */
+static void ult_entry(void *transfer, void *arg)
+{
+	wf_ctx_entered();
+	wf_after_switch(transfer);
+	wf_ult_t *u = arg;
+	u->retval = u->fn(u->arg);
+	if (unlikely(u->tsd != NULL))
+		wf_ult_return_hook(u); /* thread-specific data destructors */
+	wf_exit_current(wf_worker_self(), u);
+}
+
+/* Field by field, not a memset: on a reused stack a memset of the whole
+ * descriptor showed up as the most expensive instruction of a create+join.
+ * The stack record and the context are not touched (their layers own them;
+ * wf_ctx_make or wf_ctx_init_current sets the context up). */
+void wf_ult_init(wf_ult_t *u)
+{
+	u->next = NULL;
+	u->id = 0;
+	atomic_store_explicit(&u->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
+	u->parker.ult = u;
+	u->state = WF_NEW;
+	u->bound_worker = -1;
+	u->last_worker = -1;
+	atomic_store_explicit(&u->joiner, WF_JOIN_NONE, memory_order_relaxed);
+	atomic_store_explicit(&u->joining, NULL, memory_order_relaxed);
+	u->join_target = NULL;
+	u->join_seen = 0;
+	atomic_store_explicit(&u->join_checking, 0, memory_order_relaxed);
+	u->fn = NULL;
+	u->arg = NULL;
+	u->retval = NULL;
+	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
+	u->cwait = NULL;
+	u->cleanup = NULL;
+	u->tsd = NULL;
+	u->px_unwind = NULL;
+	u->px_policy = u->px_prio = 0;
+	atomic_store_explicit(&u->sig_mask, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
+	u->block_reason = WF_BLOCK_NONE;
+	u->block_obj = NULL;
+	atomic_store_explicit(&u->cpu_ns, 0, memory_order_relaxed);
+	u->name[0] = '\0';
+}
+
+/* ThreadSanitizer reports name a ULT's fiber by its weft name, or its id. */
+static void name_fiber(wf_ult_t *u)
+{
+	char buf[sizeof u->name + 8];
+	if (u->name[0])
+		snprintf(buf, sizeof buf, "%.*s", (int)sizeof u->name, u->name);
+	else
+		snprintf(buf, sizeof buf, "ULT %llu", (unsigned long long)u->id);
+	wf_ctx_set_name(&u->ctx, buf);
+}
+
+int wf_ult_create(wf_worker_t *w, size_t size, void *user_addr, size_t guard, void *(*fn)(void *),
+		  void *arg, wf_ult_t **out)
+{
+	wf_stack_t *s;
+	int e = wf_stack_alloc(w ? &w->stacks : NULL, size, user_addr, guard, &s);
+	if (e)
+		return e;
+	wf_ult_t *u = wf_ult_of_stack(s);
+	wf_ult_init(u);
+	u->fn = fn;
+	u->arg = arg;
+	wf_ctx_make(&u->ctx, s->lo, s->size, s->reserved, ult_entry, u);
+	if ((e = wf_registry_add(w ? &w->slots : NULL, u))) {
+		wf_ctx_forget(&u->ctx);
+		wf_stack_free(w ? &w->stacks : NULL, s);
+		return e;
+	}
+	*out = u;
+	return 0;
+}
+
+void wf_ult_start(wf_worker_t *w, wf_ult_t *u)
+{
+	if (WF_TSAN)
+		name_fiber(u);
+	if (w)
+		__atomic_store_n(&w->created, w->created + 1, __ATOMIC_RELEASE);
+	else
+		atomic_fetch_add_explicit(&wf_rt.foreign_created, 1, memory_order_acq_rel);
+	if (WF_TRACING())
+		wf_trace_create(w, u);
+	wf_make_runnable(w, u);
+}
+
+wf_ult_t *wf_ult_for_thread(int *e)
+{
+	wf_stack_t *s = wf_stack_thread();
+	if (!s) {
+		*e = ENOMEM;
+		return NULL;
+	}
+	wf_ult_t *u = wf_ult_of_stack(s);
+	wf_ult_init(u);
+	u->state = WF_RUNNING;
+	wf_ctx_init_current(&u->ctx, s->reserved);
+	if ((*e = wf_registry_add(NULL, u))) {
+		wf_stack_free(NULL, s);
+		return NULL;
+	}
+	return u;
+}
+
+void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
+{
+	wf_registry_remove(w ? &w->slots : NULL, u);
+	/* Its ULT is gone: the next ULT on this stack gets a fresh TSan fiber. */
+	wf_ctx_forget(&u->ctx);
+	wf_stack_free(w ? &w->stacks : NULL, &u->stack);
+}
+
+static const char *state_name(int s)
+{
+	static const char *const names[] = {"NEW", "RUNNING", "RUNNABLE", "PARKED", "EXITED"};
+	return s >= 0 && s < (int)(sizeof names / sizeof *names) ? names[s] : "(bad)";
+}
+
+void wf_ult_bad_move(const wf_ult_t *u, int to, const char *func)
+{
+	wf_panic_at(func, "ULT %llu \"%.*s\": bad state move %s -> %s", (unsigned long long)u->id,
+		    (int)sizeof u->name, u->name, state_name(u->state), state_name(to));
+}
+
+/* The stack layer's hooks: which stack runs here, and a ULT's name. */
+static const wf_stack_t *running_stack(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	return w && w->current ? &w->current->stack : NULL;
+}
+
+static int describe_stack(const wf_stack_t *s, char *buf, size_t n)
+{
+	const wf_ult_t *u = wf_ult_of_stack(s);
+	return snprintf(buf, n, "ULT %llu \"%.*s\"", (unsigned long long)u->id, (int)sizeof u->name,
+			u->name);
+}
+
+const wf_stack_hooks_t wf_ult_stack_hooks = {running_stack, describe_stack};
