@@ -250,8 +250,9 @@ fail_alloc:
 /* Stop the workers' pthreads. wf_rt.state is WF_RT_STOPPING and no ULT but
  * the root is alive; the caller is the root ULT running on worker 0, or (no
  * root) a thread that is not a worker. Once this returns nothing frees into
- * the workers' caches any longer: the last exits' publishing (wf_join_publish_exit) may still have
- * been freeing a detached ULT when weft_shutdown found wf_live() == 0. */
+ * the workers' caches any longer: the last exit's publishing
+ * (wf_join_publish_exit) may still have been freeing a detached ULT when
+ * weft_shutdown found wf_live() == 0. */
 void wf_workers_stop(void)
 {
 	int first = wf_rt.root ? 1 : 0;
