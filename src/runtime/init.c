@@ -1,4 +1,5 @@
 /* Starting and stopping the runtime. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,8 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.global.head = wf_rt.global.tail = NULL;
 	atomic_store(&wf_rt.global_n, 0);
 
-	wf_stack_configure(c->stack_size, c->guarded_stacks_max, sizeof(wf_ult_t));
+	wf_stack_configure(c->stack_size, c->guarded_stacks_max, sizeof(wf_ult_t),
+			   offsetof(wf_ult_t, stack));
 	wf_ult_return_hook = wf_tsd_on_return;
 
 	/* The root ULT runs on this kernel thread's own stack; its descriptor

@@ -14,27 +14,9 @@ int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg
 	int e = wf_ensure_runtime();
 	if (e)
 		return e;
-	int bound = attr ? attr->worker_ : -1;
-	if (bound >= wf_rt.nworkers)
+	if (attr && attr->worker_ >= wf_rt.nworkers)
 		return EINVAL;
-	size_t size = attr && attr->stacksize_ ? attr->stacksize_ : wf_rt.stack_size;
-	wf_worker_t *w = wf_worker_self();
-	wf_ult_t *u;
-	if ((e = wf_ult_create(w, size, attr ? attr->stackaddr_ : NULL, attr ? attr->guardsize_ : 0,
-			       fn, arg, &u)))
-		return e;
-	u->bound_worker = bound;
-	if (attr) {
-		memcpy(u->name, attr->name_, sizeof u->name);
-		u->px_policy = attr->sched_policy_;
-		u->px_prio = attr->sched_prio_;
-		atomic_store_explicit(&u->sig_mask, attr->sigmask_, memory_order_relaxed);
-		if (attr->detached_)
-			atomic_store_explicit(&u->joiner, WF_JOIN_DETACHED, memory_order_relaxed);
-	}
-	*t = u->id; /* before it can run: a detached ULT may be gone at once */
-	wf_ult_start(w, u);
-	return 0;
+	return wf_ult_spawn(attr, fn, arg, t);
 }
 
 int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -44,21 +26,10 @@ int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *a
 
 int wf_join_id(weft_t t, void **ret)
 {
-	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
-		return ESRCH;
-	wf_ult_t *u = wf_registry_find(t);
-	if (!u)
-		return ESRCH;
-	wf_testcancel(); /* a cancellation point */
-	int e = wf_join(u);
-	if (e == ECANCELED)
-		wf_cancel_act(); /* cancelled while waiting; u stays joinable */
-	if (e)
-		return e;
-	if (ret)
-		*ret = u->retval;
-	wf_ult_free(wf_worker_self(), u);
-	return 0;
+	int e = wf_join(t, ret);
+	if (unlikely(e == ECANCELED))
+		wf_cancel_act(); /* a cancellation point; t stays joinable */
+	return e;
 }
 
 int weft_join(weft_t t, void **ret)

@@ -40,7 +40,7 @@
  *   publishing its own link and the commit reading the next one, so of two
  *   ULTs that join each other at once at least one sees the cycle (and of a
  *   longer cycle, the last to commit). A cycle found is undone: the joiner
- *   is taken back out of the joiner word (take_back) and woken with
+ *   is taken back out of the joiner word (wf_join_take_back) and woken with
  *   EDEADLK. Cycles longer than JOIN_CYCLE_MAX ULTs are not looked for
  *   (POSIX: a deadlock "may" be detected).
  *
@@ -65,12 +65,17 @@
  *   word (wf_join_cancel), or the commit sees it (it checks after its CAS).
  *   The target stays joinable, as POSIX says.
  *
+ * The steps that run inside a switch - the JOIN commit, the exit's claim
+ * of its joiner and the publishing of the exit - are inline functions in
+ * join.h, so the switch path pays no call for them.
+ *
  * A foreign thread joining
  *   CASes its thread-local parker (tagged) into the word and waits on the
  *   parker's futex until the exit sets NOTIFIED.
  */
 #include <sched.h>
 
+#include "sched/join.h"
 #include "sched/sched.h"
 #include "trace/trace.h"
 #include "util/fence.h"
@@ -79,15 +84,6 @@
 #define JOIN_CYCLE_MAX 64
 
 static atomic_int join_walkers;
-
-/* Take joiner p back out of t's joiner word (p -> NONE). Fails if t's exit
- * (or another taker: a canceller, the JOIN commit) got there first. */
-static inline int take_back(wf_ult_t *t, wf_ult_t *p)
-{
-	uintptr_t e = (uintptr_t)p;
-	return atomic_compare_exchange_strong_explicit(&t->joiner, &e, WF_JOIN_NONE,
-						       memory_order_seq_cst, memory_order_seq_cst);
-}
 
 /* Claim an exited ULT for its joiner or detacher: EXITED -> CLAIMED. */
 static int claim(wf_ult_t *u)
@@ -108,9 +104,7 @@ static void wait_zero(atomic_int *flag)
 	}
 }
 
-/* Would p, just registered as t's joiner, close a cycle of joins? Called
- * by the JOIN commit while p->join_checking is set. */
-static int closes_cycle(wf_ult_t *p, wf_ult_t *t)
+int wf_join_closes_cycle(wf_ult_t *p, wf_ult_t *t)
 {
 	/* t is alive: p, its joiner, waits for us before it can free it. */
 	wf_ult_t *v = atomic_load_explicit(&t->joining, memory_order_seq_cst);
@@ -147,90 +141,6 @@ static void join_retire(wf_ult_t *self)
 	wait_zero(&join_walkers);
 }
 
-void wf_join_commit(wf_worker_t *w, wf_ult_t *p)
-{
-	/* Registered, p could be woken by t's exit, run elsewhere and free t
-	 * while we still read t below. join_checking, set before the CAS that
-	 * any waking exit follows, makes p wait for us (join_as_ult). The CAS
-	 * is also the full fence between p's join link (published by
-	 * join_as_ult) and our reading of t's (a locked instruction on x86-64,
-	 * an acquire-release pair on aarch64 followed by an acquire load): of
-	 * two ULTs that join each other, one sees the other. */
-	wf_ult_t *t = p->join_target;
-	uintptr_t e = WF_JOIN_NONE, seen = 0;
-	WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_PARKED);
-	p->join_seen = 0;
-	atomic_store_explicit(&p->join_checking, 1, memory_order_relaxed);
-	if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,
-						     memory_order_seq_cst, memory_order_acquire)) {
-		seen = e;
-	} else if (unlikely(wf_cancel_due(p))) {
-		/* Cancelled while switching away: a canceller that read the
-		 * joiner word before our CAS could not take p out; we do
-		 * (racing it and t's exit, all by CAS). */
-		if (take_back(t, p))
-			seen = WF_JOIN_CANCELED;
-	} else if (unlikely(closes_cycle(p, t))) {
-		/* Take p back out, unless t's exit claimed it first - then
-		 * there was no deadlock after all. */
-		if (take_back(t, p))
-			seen = WF_JOIN_DEADLK;
-	}
-	/* seen != 0: p is not registered (any longer) and ours to wake.
-	 * seen == 0: p is t's exit's to wake, and may already run elsewhere,
-	 * waiting for join_checking to drop (join_as_ult). */
-	if (seen)
-		p->join_seen = seen;
-	atomic_store_explicit(&p->join_checking, 0, memory_order_release); /* t is done */
-	if (seen)
-		wf_make_runnable(w, p);
-}
-
-wf_ult_t *wf_join_claim_joiner(wf_worker_t *w, wf_ult_t *self)
-{
-	/* The registered joiner is ours to run once claimed (CAS joiner ->
-	 * CLAIMED): a canceller may be taking it out of its join at this
-	 * moment, and only one of us may run it. One bound elsewhere is
-	 * queued there by wf_join_publish_exit instead. */
-	uintptr_t j = atomic_load_explicit(&self->joiner, memory_order_acquire);
-	wf_ult_t *joiner = wf_joiner_ult(j);
-	if (joiner && (joiner->bound_worker < 0 || joiner->bound_worker == w->id) &&
-	    atomic_compare_exchange_strong_explicit(&self->joiner, &j, WF_JOIN_CLAIMED,
-						    memory_order_acq_rel, memory_order_acquire))
-		return joiner;
-	return NULL;
-}
-
-void wf_join_publish_exit(wf_worker_t *w, wf_ult_t *u)
-{
-	/* NONE -> EXITED (a joiner may claim it later); a registered joiner or a
-	 * detach -> CLAIMED (its owner is already known). CLAIMED already: the
-	 * registered joiner was claimed by the exit hand-off and runs now.
-	 * Always a CAS: a joiner registering, a detach, or a canceller taking a
-	 * registered joiner back out (weft_cancel) may change the word. */
-	uintptr_t old = atomic_load_explicit(&u->joiner, memory_order_acquire);
-	while (old != WF_JOIN_CLAIMED &&
-	       !atomic_compare_exchange_weak_explicit(
-		       &u->joiner, &old, old == WF_JOIN_NONE ? WF_JOIN_EXITED : WF_JOIN_CLAIMED,
-		       memory_order_acq_rel, memory_order_acquire))
-		;
-	if (old == WF_JOIN_DETACHED)
-		wf_ult_free(w, u);
-	if (old & 1) {
-		/* A foreign thread joins: its parker (thread-local, alive while
-		 * it waits) is tagged with bit 0. */
-		wf_parker_t *p = (wf_parker_t *)(old & ~(uintptr_t)1);
-		atomic_store_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_release);
-		wf_futex_wake(&p->state, 1);
-	} else if (old > WF_JOIN_CLAIMED) {
-		/* A ULT joiner committed its block and our CAS took it: nobody
-		 * else touches it, and it does not run until we queue it. */
-		if (WF_TRACING())
-			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, ((wf_ult_t *)old)->id, u->id);
-		wf_make_runnable(w, (wf_ult_t *)old);
-	}
-}
-
 int wf_join_cancel(wf_ult_t *u)
 {
 	/* u's target is u->joining, read while announced as a walker, so the
@@ -240,7 +150,7 @@ int wf_join_cancel(wf_ult_t *u)
 	atomic_fetch_add_explicit(&join_walkers, 1, memory_order_seq_cst);
 	wf_fence_heavy();
 	wf_ult_t *t = atomic_load_explicit(&u->joining, memory_order_seq_cst);
-	int taken = t && take_back(t, u);
+	int taken = t && wf_join_take_back(t, u);
 	atomic_fetch_sub_explicit(&join_walkers, 1, memory_order_release);
 	if (taken) {
 		u->join_seen = WF_JOIN_CANCELED;
@@ -307,13 +217,31 @@ static int join_as_foreign(wf_ult_t *u)
 	return e == WF_JOIN_EXITED && claim(u) ? 0 : EINVAL;
 }
 
-int wf_join(wf_ult_t *u)
+int wf_join(weft_t id, void **ret)
 {
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
+		return ESRCH;
+	wf_ult_t *u = wf_registry_find(id);
+	if (!u)
+		return ESRCH;
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *self = w ? w->current : NULL;
-	if (u == self)
+	int e;
+	if (!self) {
+		e = join_as_foreign(u);
+	} else if (unlikely(wf_cancel_due(self))) {
+		return ECANCELED; /* a cancellation point: act before waiting */
+	} else if (u == self) {
 		return EDEADLK;
-	return self ? join_as_ult(w, self, u) : join_as_foreign(u);
+	} else {
+		e = join_as_ult(w, self, u);
+	}
+	if (e)
+		return e;
+	if (ret)
+		*ret = u->retval;
+	wf_ult_free(wf_worker_self(), u);
+	return 0;
 }
 
 int wf_detach(wf_ult_t *u)

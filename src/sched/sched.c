@@ -78,6 +78,7 @@
  *   which already spun for tens of microseconds.
  */
 #include "sched/cpuclock.h"
+#include "sched/join.h"
 #include "sched/sched.h"
 #include "trace/trace.h"
 #include "util/fence.h"
@@ -238,7 +239,7 @@ void wf_after_switch(wf_worker_t *w)
 		WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_EXITED);
 		/* Counted before it is published: a joiner that sees the exit,
 		 * returns and calls weft_shutdown must not find it live. */
-		if (p != wf_rt.root) /* the root was not made by wf_ult_create */
+		if (p != wf_rt.root) /* the root was not made by wf_ult_spawn */
 			__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 		wf_join_publish_exit(w, p);
 		if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&

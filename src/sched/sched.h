@@ -197,22 +197,23 @@ WF_HIDDEN void wf_wake_one_idle(void);
 WF_HIDDEN void wf_wake_worker(wf_worker_t *t);
 
 /* Descriptors (ult.c). */
-/* Reset every field of a descriptor but its stack record (fresh or reused). */
-WF_HIDDEN void wf_ult_init(wf_ult_t *u);
-/* A NEW ULT that will run fn(arg) on a stack of `size` bytes (on user_addr
- * if not NULL, with a guard of at least `guard` bytes), registered (it has
- * its id). The caller sets its attributes, then starts it. w: the caller's
- * worker, or NULL. Returns 0, EAGAIN or ENOMEM. */
-WF_HIDDEN int wf_ult_create(wf_worker_t *w, size_t size, void *user_addr, size_t guard,
-			    void *(*fn)(void *), void *arg, wf_ult_t **out);
-/* Count u as live and queue it. From here on it may run, exit and (if
- * detached) be freed at any moment. */
-WF_HIDDEN void wf_ult_start(wf_worker_t *w, wf_ult_t *u);
+/* Make a ULT that runs fn(arg) with attributes attr (NULL: defaults;
+ * checked by the caller: a valid weft_attr_t whose worker exists), count it
+ * as live and queue it; its id in *id before it can run. From then on it
+ * may run, exit and (if detached) be freed at any moment. The runtime
+ * runs. Returns 0, EAGAIN or ENOMEM. */
+WF_HIDDEN int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t *id);
 /* The descriptor of a ULT that runs on the calling kernel thread's own stack
  * (the root ULT), RUNNING and registered; or NULL (ENOMEM, EAGAIN in *e). */
 WF_HIDDEN wf_ult_t *wf_ult_for_thread(int *e);
 /* Give back an EXITED ULT's id and stack. w: the caller's worker, or NULL. */
-WF_HIDDEN void wf_ult_free(wf_worker_t *w, wf_ult_t *u);
+static inline void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
+{
+	wf_registry_remove(w ? &w->slots : NULL, u);
+	/* Its ULT is gone: the next ULT on this stack gets a fresh TSan fiber. */
+	wf_ctx_forget(&u->ctx);
+	wf_stack_free(w ? &w->stacks : NULL, &u->stack);
+}
 /* Called when a ULT's function returns and it has thread-specific data
  * (u->tsd): the destructors (installed by the layer that owns them). */
 WF_HIDDEN extern void (*wf_ult_return_hook)(wf_ult_t *u);
@@ -220,20 +221,12 @@ WF_HIDDEN extern void (*wf_ult_return_hook)(wf_ult_t *u);
 WF_HIDDEN extern const wf_stack_hooks_t wf_ult_stack_hooks;
 
 /* Join (join.c): the whole protocol is written down there. */
-/* Wait for u to exit and claim it (then free it with wf_ult_free). 0,
- * EDEADLK, EINVAL (detached, or somebody else joins), or ECANCELED: the
- * caller was cancelled while it waited, and must act on it. */
-WF_HIDDEN int wf_join(wf_ult_t *u);
+/* Wait for ULT `id` to exit, store its value in *ret (if ret) and free
+ * it. 0, ESRCH, EDEADLK, EINVAL (detached, or somebody else joins), or
+ * ECANCELED: the calling ULT is cancelled (before or while it waited; the
+ * target stays joinable) and must act on it - a cancellation point. */
+WF_HIDDEN int wf_join(weft_t id, void **ret);
 WF_HIDDEN int wf_detach(wf_ult_t *u);
-/* The JOIN commit: register p, which just switched away on w, as its
- * target's joiner. Called by w's owner after the switch. */
-WF_HIDDEN void wf_join_commit(wf_worker_t *w, wf_ult_t *p);
-/* Publish u's exit to its joiner (or free it if detached). Called by w's
- * owner after u switched away for good. */
-WF_HIDDEN void wf_join_publish_exit(wf_worker_t *w, wf_ult_t *u);
-/* The exit hand-off: a ULT joiner registered on self that w may run, now
- * claimed (joiner word CLAIMED), or NULL. Called by self, exiting on w. */
-WF_HIDDEN wf_ult_t *wf_join_claim_joiner(wf_worker_t *w, wf_ult_t *self);
 /* Take ULT u out of a join it is blocked in (weft_cancel). Returns 1 if
  * it was taken out and queued (its wf_join returns ECANCELED). */
 WF_HIDDEN int wf_join_cancel(wf_ult_t *u);

@@ -21,11 +21,12 @@ static void ult_entry(void *transfer, void *arg)
 	wf_exit_current(wf_worker_self(), u);
 }
 
-/* Field by field, not a memset: on a reused stack a memset of the whole
- * descriptor showed up as the most expensive instruction of a create+join.
- * The stack record and the context are not touched (their layers own them;
- * wf_ctx_make or wf_ctx_init_current sets the context up). */
-void wf_ult_init(wf_ult_t *u)
+/* The one initialisation of a descriptor, fresh or reused: every field but
+ * the stack record and the context (their layers own them; wf_ctx_make or
+ * wf_ctx_init_current sets the context up). Field by field, not a memset:
+ * on a reused stack a memset of the whole descriptor showed up as the most
+ * expensive instruction of a create+join. */
+static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 {
 	u->next = NULL;
 	u->id = 0;
@@ -39,8 +40,6 @@ void wf_ult_init(wf_ult_t *u)
 	u->join_target = NULL;
 	u->join_seen = 0;
 	atomic_store_explicit(&u->join_checking, 0, memory_order_relaxed);
-	u->fn = NULL;
-	u->arg = NULL;
 	u->retval = NULL;
 	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
 	u->cwait = NULL;
@@ -67,29 +66,35 @@ static void name_fiber(wf_ult_t *u)
 	wf_ctx_set_name(&u->ctx, buf);
 }
 
-int wf_ult_create(wf_worker_t *w, size_t size, void *user_addr, size_t guard, void *(*fn)(void *),
-		  void *arg, wf_ult_t **out)
+int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t *id)
 {
+	wf_worker_t *w = wf_worker_self();
+	size_t size = attr && attr->stacksize_ ? attr->stacksize_ : wf_rt.stack_size;
 	wf_stack_t *s;
-	int e = wf_stack_alloc(w ? &w->stacks : NULL, size, user_addr, guard, &s);
+	int e = wf_stack_alloc(w ? &w->stacks : NULL, size, attr ? attr->stackaddr_ : NULL,
+			       attr ? attr->guardsize_ : 0, &s);
 	if (e)
 		return e;
 	wf_ult_t *u = wf_ult_of_stack(s);
-	wf_ult_init(u);
+	ult_init(u);
 	u->fn = fn;
 	u->arg = arg;
+	if (attr) {
+		u->bound_worker = attr->worker_;
+		memcpy(u->name, attr->name_, sizeof u->name);
+		u->px_policy = attr->sched_policy_;
+		u->px_prio = attr->sched_prio_;
+		atomic_store_explicit(&u->sig_mask, attr->sigmask_, memory_order_relaxed);
+		if (attr->detached_)
+			atomic_store_explicit(&u->joiner, WF_JOIN_DETACHED, memory_order_relaxed);
+	}
 	wf_ctx_make(&u->ctx, s->lo, s->size, s->reserved, ult_entry, u);
 	if ((e = wf_registry_add(w ? &w->slots : NULL, u))) {
 		wf_ctx_forget(&u->ctx);
 		wf_stack_free(w ? &w->stacks : NULL, s);
 		return e;
 	}
-	*out = u;
-	return 0;
-}
-
-void wf_ult_start(wf_worker_t *w, wf_ult_t *u)
-{
+	*id = u->id; /* before it can run: a detached ULT may be gone at once */
 	if (WF_TSAN)
 		name_fiber(u);
 	if (w)
@@ -99,6 +104,7 @@ void wf_ult_start(wf_worker_t *w, wf_ult_t *u)
 	if (WF_TRACING())
 		wf_trace_create(w, u);
 	wf_make_runnable(w, u);
+	return 0;
 }
 
 wf_ult_t *wf_ult_for_thread(int *e)
@@ -109,7 +115,9 @@ wf_ult_t *wf_ult_for_thread(int *e)
 		return NULL;
 	}
 	wf_ult_t *u = wf_ult_of_stack(s);
-	wf_ult_init(u);
+	ult_init(u);
+	u->fn = NULL;
+	u->arg = NULL;
 	u->state = WF_RUNNING;
 	wf_ctx_init_current(&u->ctx, s->reserved);
 	if ((*e = wf_registry_add(NULL, u))) {
@@ -117,14 +125,6 @@ wf_ult_t *wf_ult_for_thread(int *e)
 		return NULL;
 	}
 	return u;
-}
-
-void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
-{
-	wf_registry_remove(w ? &w->slots : NULL, u);
-	/* Its ULT is gone: the next ULT on this stack gets a fresh TSan fiber. */
-	wf_ctx_forget(&u->ctx);
-	wf_stack_free(w ? &w->stacks : NULL, &u->stack);
 }
 
 static const char *state_name(int s)

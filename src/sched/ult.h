@@ -4,14 +4,14 @@
  * A ULT's descriptor lives at the top of its own stack mapping (one mmap per
  * ULT, or a slot in a slab; see src/stack/stack.c), so creating a ULT is one
  * allocation, usually served from a per-worker cache without a system call.
- * The descriptor begins with the stack layer's record of that mapping
- * (wf_ult.stack); every other field is set by wf_ult_init (ult.c).
+ * The descriptor ends with the stack layer's record of that mapping
+ * (wf_ult.stack); every other field is set by ult_init (ult.c).
  *
  * States, who moves a ULT into and out of each, and who owns it there
  * (the protocols are at the top of sched.c, park.c and join.c):
  *
- *   NEW       made by wf_ult_create, not yet queued. Owned by its creator,
- *             which sets attributes and then queues it (wf_ult_start).
+ *   NEW       being made by wf_ult_spawn, not yet queued. Owned by its
+ *             creator, which sets its attributes and then queues it.
  *   RUNNING   on exactly one worker (w->current). Owned by that worker; only
  *             the ULT itself moves out of it (yield, park, join, exit), by
  *             switching away with an after-switch action.
@@ -101,7 +101,6 @@ typedef struct wf_parker {
 #define WF_JOIN_DEADLK   ((uintptr_t)10)
 
 typedef struct wf_ult {
-	wf_stack_t stack;    /* the stack layer's; must stay first (wf_ult_of_stack) */
 	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */
 	struct wf_ult *next; /* link in an intrusive queue; owned by that queue */
 	weft_t id;
@@ -137,6 +136,9 @@ typedef struct wf_ult {
 	/* CPU time run so far, while wf_rt.cpu_clock is on (cpuclock.c). */
 	_Atomic uint64_t cpu_ns;
 	char name[WEFT_NAME_MAX];
+	/* The stack layer's record of the mapping; last, out of the lines the
+	 * switch and create+join touch most. */
+	wf_stack_t stack;
 } wf_ult_t;
 
 /* The ULT a joiner word names, or NULL (a WF_JOIN_* state, or a foreign
@@ -148,8 +150,7 @@ static inline wf_ult_t *wf_joiner_ult(uintptr_t j)
 
 static inline wf_ult_t *wf_ult_of_stack(const wf_stack_t *s)
 {
-	_Static_assert(__builtin_offsetof(wf_ult_t, stack) == 0, "wf_ult.stack must be first");
-	return (wf_ult_t *)s;
+	return (wf_ult_t *)((char *)s - __builtin_offsetof(wf_ult_t, stack));
 }
 
 /* Move u from one of the states in the bit set `from` (1 << WF_*) to `to`,

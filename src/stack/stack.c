@@ -56,6 +56,7 @@ static atomic_long guarded_live; /* guarded mappings alive, cached ones included
 static size_t default_size;      /* wf_stack_configure */
 static long guarded_max;
 static size_t desc_size;
+static size_t rec_off; /* where the wf_stack_t lies in the descriptor */
 static const wf_stack_hooks_t *hooks;
 
 /* Global cache of default-size stacks, and the current slab. */
@@ -75,11 +76,12 @@ size_t wf_page_size(void)
 	return page_size;
 }
 
-void wf_stack_configure(size_t size, long max_guarded, size_t desc)
+void wf_stack_configure(size_t size, long max_guarded, size_t desc, size_t record_offset)
 {
 	default_size = size;
 	guarded_max = max_guarded;
 	desc_size = (desc + 63) & ~(size_t)63;
+	rec_off = record_offset;
 }
 
 size_t wf_stack_default_size(void)
@@ -93,10 +95,11 @@ size_t wf_stack_default_size(void)
 static wf_stack_t *layout(char *base, size_t size, size_t guard, int kind)
 {
 	uintptr_t top = (uintptr_t)base + size;
-	wf_stack_t *s = (wf_stack_t *)((top - desc_size) & ~(uintptr_t)63);
+	char *desc = (char *)((top - desc_size) & ~(uintptr_t)63);
+	wf_stack_t *s = (wf_stack_t *)(desc + rec_off);
 	size_t reserve = wf_ctx_reserve();
-	uintptr_t hi = ((uintptr_t)s - reserve) & ~(uintptr_t)63;
-	memset(s, 0, desc_size);
+	uintptr_t hi = ((uintptr_t)desc - reserve) & ~(uintptr_t)63;
+	memset(desc, 0, desc_size);
 	s->map_base = base;
 	s->map_size = size;
 	s->kind = kind;
@@ -110,12 +113,13 @@ static wf_stack_t *layout(char *base, size_t size, size_t guard, int kind)
 wf_stack_t *wf_stack_thread(void)
 {
 	size_t reserve = wf_ctx_reserve();
-	wf_stack_t *s;
-	if (posix_memalign((void **)&s, 64, desc_size + reserve))
+	char *desc;
+	if (posix_memalign((void **)&desc, 64, desc_size + reserve))
 		return NULL;
-	memset(s, 0, desc_size + reserve);
+	memset(desc, 0, desc_size + reserve);
+	wf_stack_t *s = (wf_stack_t *)(desc + rec_off);
 	s->kind = WF_STACK_THREAD;
-	s->reserved = reserve ? (char *)s + desc_size : NULL;
+	s->reserved = reserve ? desc + desc_size : NULL;
 	return s;
 }
 
@@ -287,7 +291,7 @@ void wf_stack_free(wf_stack_cache_t *c, wf_stack_t *s)
 		VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 		return;
 	case WF_STACK_THREAD:
-		free(s);
+		free((char *)s - rec_off);
 		return;
 	case WF_STACK_BARE:
 		unmap(s);

@@ -5,9 +5,9 @@
  * top of src/stack/stack.c.
  *
  * The layer knows nothing of ULTs: it hands out a descriptor-sized region
- * of zeroed memory whose first member is a wf_stack_t (the caller embeds
- * one at offset 0 of its descriptor), and names a stack in a report
- * through hooks the caller installs (wf_stack_hooks_t).
+ * of zeroed memory with a wf_stack_t at a fixed offset in it (the caller
+ * embeds one in its descriptor and says where), and names a stack in a
+ * report through hooks the caller installs (wf_stack_hooks_t).
  */
 #ifndef WF_STACK_H
 #define WF_STACK_H
@@ -41,8 +41,8 @@ enum wf_canary { WF_CANARY_NONE = 0, WF_CANARY_ZERO, WF_CANARY_MAGIC_WORD };
 #define WF_CANARY_WORDS 4
 #define WF_CANARY_MAGIC 0x5745465443414e59ull /* "WEFTCANY" */
 
-/* A stack, as the first member of the descriptor at its top. Written by
- * this layer when the stack is handed out; read-only for the owner. */
+/* A stack, as a member of the descriptor at its top. Written by this layer
+ * when the stack is handed out; read-only for the owner. */
 typedef struct wf_stack {
 	void *lo;       /* lowest usable address */
 	size_t size;    /* usable bytes above lo */
@@ -75,8 +75,10 @@ typedef struct wf_stack_hooks {
 
 /* Set the default stack size (the one that is cached), the number of
  * guarded mappings allowed alive at once, and the size of the descriptor
- * laid out at the top of every stack. Before the first wf_stack_alloc. */
-WF_HIDDEN void wf_stack_configure(size_t default_size, long guarded_max, size_t desc_size);
+ * laid out at the top of every stack with the offset of its wf_stack_t.
+ * Before the first wf_stack_alloc. */
+WF_HIDDEN void wf_stack_configure(size_t default_size, long guarded_max, size_t desc_size,
+				  size_t record_offset);
 WF_HIDDEN size_t wf_stack_default_size(void);
 
 /* A stack of `size` usable bytes (the default size comes from the caches),
