@@ -85,7 +85,7 @@ CHUNK_SIZE = 1 << CHUNK_BITS
 SLOT_MASK = (1 << SLOT_BITS) - 1
 
 # Fallbacks for enums, used only if debug info lacks them.
-_STATE_FALLBACK = {1: "running", 2: "runnable", 3: "parked", 4: "exited"}
+_STATE_FALLBACK = {0: "new", 1: "parked", 2: "running", 3: "runnable", 4: "exited"}
 _REASON_FALLBACK = ["none", "join", "mutex", "cond", "rwlock", "sem", "barrier",
                     "once", "sleep", "park", "handoff"]
 

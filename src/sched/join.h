@@ -36,7 +36,7 @@ static inline void wf_join_commit(wf_worker_t *w, wf_ult_t *p)
 	 * two ULTs that join each other, one sees the other. */
 	wf_ult_t *t = p->join_target;
 	uintptr_t e = WF_JOIN_NONE, seen = 0;
-	WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_PARKED);
+	WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_PARKED);
 	p->join_seen = 0;
 	atomic_store_explicit(&p->join_checking, 1, memory_order_relaxed);
 	if (!atomic_compare_exchange_strong_explicit(&t->joiner, &e, (uintptr_t)p,

@@ -126,7 +126,7 @@ static void enqueue(wf_worker_t *w, wf_ult_t *u)
 
 void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
 {
-	WF_ULT_MOVE(u, WF_S(WF_NEW) | WF_S(WF_PARKED), WF_RUNNABLE);
+	WF_ULT_MOVE(u, WF_NEW, WF_PARKED, WF_RUNNABLE);
 	enqueue(w, u);
 }
 
@@ -135,7 +135,7 @@ void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
  * it (the deque's bottom would hand it straight back). */
 static void requeue_yielded(wf_worker_t *w, wf_ult_t *u)
 {
-	WF_ULT_MOVE(u, WF_S(WF_RUNNING) | WF_S(WF_PARKED), WF_RUNNABLE);
+	WF_ULT_MOVE(u, WF_PARKED, WF_RUNNING, WF_RUNNABLE);
 	if (u->bound_worker == w->id) {
 		wf_fifo_push(&w->local, u);
 	} else if (u->bound_worker >= 0) {
@@ -220,7 +220,7 @@ void wf_after_switch(wf_worker_t *w)
 		break;
 	case WF_AFTER_PARK: {
 		wf_parker_t *pk = w->prev_parker;
-		WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_PARKED);
+		WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_PARKED);
 		int e = WF_PARK_EMPTY;
 		if (!atomic_compare_exchange_strong_explicit(&pk->state, &e, WF_PARK_PARKED,
 							     memory_order_acq_rel,
@@ -236,7 +236,7 @@ void wf_after_switch(wf_worker_t *w)
 		wf_join_commit(w, p);
 		break;
 	case WF_AFTER_EXIT:
-		WF_ULT_MOVE(p, WF_S(WF_RUNNING), WF_EXITED);
+		WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_EXITED);
 		/* Counted before it is published: a joiner that sees the exit,
 		 * returns and calls weft_shutdown must not find it live. */
 		if (p != wf_rt.root) /* the root was not made by wf_ult_spawn */
@@ -272,7 +272,7 @@ static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t 
 	/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
 	if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
 		next->bound_worker = w->id;
-	WF_ULT_MOVE(next, WF_S(WF_RUNNABLE), WF_RUNNING);
+	WF_ULT_MOVE(next, WF_RUNNABLE, WF_RUNNABLE, WF_RUNNING);
 	__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
 	return &next->ctx;
 }
@@ -318,13 +318,13 @@ wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ul
 			    atomic_load_explicit(&w->top, memory_order_relaxed)) {
 			requeue_yielded(w, next);
 		} else {
-			WF_ULT_MOVE(next, WF_S(WF_PARKED), WF_RUNNABLE);
+			WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
 			wf_runq_put(w, next);
 		}
 		return wf_block(w, self, WF_AFTER_PARK);
 	}
 	++w->tick;
-	WF_ULT_MOVE(next, WF_S(WF_PARKED), WF_RUNNABLE);
+	WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
 	return switch_away(w, self, WF_AFTER_PARK, next);
 }
 
@@ -352,7 +352,7 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 	if (next) {
 		if (WF_TRACING())
 			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
-		WF_ULT_MOVE(next, WF_S(WF_PARKED), WF_RUNNABLE);
+		WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
 	} else {
 		next = pick_next(w);
 	}

@@ -129,7 +129,7 @@ wf_ult_t *wf_ult_for_thread(int *e)
 
 static const char *state_name(int s)
 {
-	static const char *const names[] = {"NEW", "RUNNING", "RUNNABLE", "PARKED", "EXITED"};
+	static const char *const names[] = {"NEW", "PARKED", "RUNNING", "RUNNABLE", "EXITED"};
 	return s >= 0 && s < (int)(sizeof names / sizeof *names) ? names[s] : "(bad)";
 }
 

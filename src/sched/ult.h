@@ -50,7 +50,9 @@
 #include "stack/stack.h"
 #include "util/util.h"
 
-enum wf_ult_state { WF_NEW = 0, WF_RUNNING, WF_RUNNABLE, WF_PARKED, WF_EXITED };
+/* In this order so that the states each move may leave form a range
+ * (WF_ULT_MOVE checks with one compare). */
+enum wf_ult_state { WF_NEW = 0, WF_PARKED, WF_RUNNING, WF_RUNNABLE, WF_EXITED };
 
 /* wf_ult.cancel bits. */
 enum {
@@ -153,15 +155,14 @@ static inline wf_ult_t *wf_ult_of_stack(const wf_stack_t *s)
 	return (wf_ult_t *)((char *)s - __builtin_offsetof(wf_ult_t, stack));
 }
 
-/* Move u from one of the states in the bit set `from` (1 << WF_*) to `to`,
- * or abort naming the ULT and both states. Called by u's owner. */
-#define WF_ULT_MOVE(u, from, to)                                        \
-	do {                                                            \
-		if (unlikely(!((1u << (u)->state) & (unsigned)(from)))) \
-			wf_ult_bad_move((u), (to), __func__);           \
-		(u)->state = (to);                                      \
+/* Move u from a state in [lo, hi] (enum order) to `to`, or abort naming
+ * the ULT and both states. Called by u's owner. */
+#define WF_ULT_MOVE(u, lo, hi, to)                                                     \
+	do {                                                                           \
+		if (unlikely((unsigned)((u)->state - (lo)) > (unsigned)((hi) - (lo)))) \
+			wf_ult_bad_move((u), (to), __func__);                          \
+		(u)->state = (to);                                                     \
 	} while (0)
-#define WF_S(state) (1u << (state))
 WF_HIDDEN _Noreturn void wf_ult_bad_move(const wf_ult_t *u, int to, const char *func);
 
 /* Must u act on a cancellation now? Pending, enabled, not already acting
