@@ -242,6 +242,17 @@ static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 	return e;
 }
 
+/* A thread made without an affinity of its own inherits its creator's
+ * (Linux: the CPU mask is inherited), if the creator set one. */
+static int inherit_affinity(const wf_px_attr_t *x, weft_attr_t *w)
+{
+	wf_ult_t *me = wf_self();
+	if ((!x || x->worker < 0) && me && me->px_affinity >= 0 &&
+	    me->px_affinity < weft_num_workers())
+		return weft_attr_setworker(w, me->px_affinity);
+	return 0;
+}
+
 WF_PX_API int WF_PX(pthread_create)(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
 				    void *arg)
 {
@@ -260,6 +271,8 @@ WF_PX_API int WF_PX(pthread_create)(pthread_t *t, const pthread_attr_t *a, void 
 	}
 	weft_attr_t wa;
 	int e = to_weft_attr(x, &wa);
+	if (!e)
+		e = inherit_affinity(x, &wa);
 	if (e)
 		return e;
 	weft_t id;
@@ -584,7 +597,7 @@ WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_
 	int wk = worker_of_set(size, set);
 	if (wk == -2)
 		return EINVAL; /* no usable CPU in the set */
-	u->bound_worker = wk;
+	u->bound_worker = u->px_affinity = wk;
 	if (wf_self() && wf_px_to_weft(t) == wf_self()->id)
 		wf_yield(); /* move now */
 	return 0;

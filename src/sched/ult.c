@@ -47,6 +47,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->tsd = NULL;
 	u->px_unwind = NULL;
 	u->px_policy = u->px_prio = 0;
+	u->px_affinity = -1;
 	atomic_store_explicit(&u->sig_mask, 0, memory_order_relaxed);
 	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
 	u->block_reason = WF_BLOCK_NONE;
@@ -80,7 +81,7 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 	u->fn = fn;
 	u->arg = arg;
 	if (attr) {
-		u->bound_worker = attr->worker_;
+		u->bound_worker = u->px_affinity = attr->worker_;
 		memcpy(u->name, attr->name_, sizeof u->name);
 		u->px_policy = attr->sched_policy_;
 		u->px_prio = attr->sched_prio_;

@@ -129,6 +129,8 @@ typedef struct wf_ult {
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */
 	int px_policy, px_prio; /* POSIX scheduling parameters: stored and returned only */
+	int px_affinity; /* the worker an explicit affinity binds it to (pthread_setaffinity_np,
+	                    weft_attr_setworker), inherited by the threads it creates; -1: none */
 	/* POSIX signals per ULT (src/sync/signal.c): bit s-1 for signal s. */
 	_Atomic uint64_t sig_mask;    /* blocked; written by the ULT */
 	_Atomic uint64_t sig_pending; /* sent, not yet delivered; set by anyone */
