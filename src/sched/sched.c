@@ -238,7 +238,10 @@ void wf_after_switch(wf_worker_t *w)
 	case WF_AFTER_EXIT:
 		WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_EXITED);
 		/* Counted before it is published: a joiner that sees the exit,
-		 * returns and calls weft_shutdown must not find it live. */
+		 * returns and calls weft_shutdown must not find it live. A
+		 * detached ULT's free may then still be under way when wf_live()
+		 * reads 0: weft_shutdown drains the workers' caches only after
+		 * their kernel threads ended. */
 		if (p != wf_rt.root) /* the root was not made by wf_ult_spawn */
 			__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
 		wf_join_publish_exit(w, p);
