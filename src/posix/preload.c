@@ -49,14 +49,9 @@ __attribute__((constructor(102))) static void wf_preload_start(void)
 
 /* ---- glibc's cleanup-handler protocol (see unwind.c) ---------------------------- */
 
-static wf_ult_t *self_ult(void)
-{
-	return wf_self();
-}
-
 WF_PX_API void __pthread_register_cancel(__pthread_unwind_buf_t *b)
 {
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	if (!u)
 		return; /* a kernel thread weft does not run: never cancelled by weft */
 	wf_unwind_hook = wf_px_unwind; /* how wf_exit reaches these frames */
@@ -66,7 +61,7 @@ WF_PX_API void __pthread_register_cancel(__pthread_unwind_buf_t *b)
 
 WF_PX_API void __pthread_unregister_cancel(__pthread_unwind_buf_t *b)
 {
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	if (u && u->px_unwind == b)
 		u->px_unwind = b->__pad[0];
 }
@@ -74,7 +69,7 @@ WF_PX_API void __pthread_unregister_cancel(__pthread_unwind_buf_t *b)
 /* A handler ran during an unwind; go on to the next, or finish exiting. */
 WF_PX_API _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *b)
 {
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	if (!u)
 		wf_panic("__pthread_unwind_next outside a ULT");
 	if (u->px_unwind)

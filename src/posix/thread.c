@@ -598,7 +598,7 @@ WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_
 	if (wk == -2)
 		return EINVAL; /* no usable CPU in the set */
 	u->bound_worker = u->px_affinity = wk;
-	if (wf_self() && wf_px_to_weft(t) == wf_self()->id)
+	if (u == wf_self())
 		wf_yield(); /* move now */
 	return 0;
 }

@@ -23,7 +23,8 @@ static void ult_entry(void *transfer, void *arg)
 
 /* The one initialisation of a descriptor, fresh or reused: every field but
  * the stack record and the context (their layers own them; wf_ctx_make or
- * wf_ctx_init_current sets the context up). Field by field, not a memset:
+ * wf_ctx_init_current sets the context up) and the entry (fn, arg), which
+ * wf_ult_spawn sets and a thread's descriptor, zeroed, never uses. Field by field, not a memset:
  * on a reused stack a memset of the whole descriptor showed up as the most
  * expensive instruction of a create+join. */
 static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
@@ -117,8 +118,6 @@ wf_ult_t *wf_ult_for_thread(int *e)
 	}
 	wf_ult_t *u = wf_ult_of_stack(s);
 	ult_init(u);
-	u->fn = NULL;
-	u->arg = NULL;
 	u->state = WF_RUNNING;
 	wf_ctx_init_current(&u->ctx, s->reserved);
 	if ((*e = wf_registry_add(NULL, u))) {

@@ -84,11 +84,6 @@ void wf_stack_configure(size_t size, long max_guarded, size_t desc, size_t recor
 	rec_off = record_offset;
 }
 
-size_t wf_stack_default_size(void)
-{
-	return default_size;
-}
-
 /* Lay out descriptor, backend reserve, canary in [base, base+size).
  * guard: bytes of guard page at the bottom. The descriptor is zeroed: it
  * may lie on a caller's stack, or on a mapping reused for another size. */

@@ -79,7 +79,6 @@ typedef struct wf_stack_hooks {
  * Before the first wf_stack_alloc. */
 WF_HIDDEN void wf_stack_configure(size_t default_size, long guarded_max, size_t desc_size,
 				  size_t record_offset);
-WF_HIDDEN size_t wf_stack_default_size(void);
 
 /* A stack of `size` usable bytes (the default size comes from the caches),
  * on user_addr if not NULL, with at least `guard` bytes of guard below it

@@ -25,11 +25,6 @@
 static __thread int foreign_cancel_state;
 static __thread struct weft_cleanup_frame *foreign_cleanup;
 
-static wf_ult_t *self_ult(void)
-{
-	return wf_self();
-}
-
 void (*wf_unwind_hook)(wf_ult_t *u);
 
 int weft_cancel(weft_t t)
@@ -49,7 +44,7 @@ int weft_setcancelstate(int state, int *oldstate)
 {
 	if (state != WEFT_CANCEL_ENABLE && state != WEFT_CANCEL_DISABLE)
 		return EINVAL;
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	if (!u) {
 		if (oldstate)
 			*oldstate = foreign_cancel_state;
@@ -83,7 +78,7 @@ int weft_setcanceltype(int type, int *oldtype)
 
 void wf_testcancel(void)
 {
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	if (u && unlikely(wf_cancel_due(u)))
 		wf_cancel_act();
 }
@@ -95,7 +90,7 @@ void weft_testcancel(void)
 
 void wf_cancel_act(void)
 {
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	WF_ASSERT(u != NULL);
 	atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_ACTING | WF_CANCEL_DISABLED,
 				 memory_order_acq_rel);
@@ -104,7 +99,7 @@ void wf_cancel_act(void)
 
 static struct weft_cleanup_frame **cleanup_head(void)
 {
-	wf_ult_t *u = self_ult();
+	wf_ult_t *u = wf_self();
 	return u ? &u->cleanup : &foreign_cleanup;
 }
 
