@@ -67,7 +67,8 @@ typedef struct weft_config {
 	int workers;             /* kernel threads; 0: WEFT_WORKERS, else usable CPUs */
 	int pin;                 /* 1: pin worker i to the i-th allowed CPU; -1: don't;
 	                            0: WEFT_PIN (1 pins), else don't */
-	int sched;               /* enum weft_sched_kind */
+	int sched;               /* enum weft_sched_kind, for every worker; 0: see
+	                            scheds */
 	int context;             /* enum weft_context_kind */
 	size_t stack_size;       /* default ULT stack; 0: WEFT_STACK_SIZE, else 64 KiB */
 	long idle_spin_ns;       /* how long an idle worker spins before it sleeps (a
@@ -88,6 +89,11 @@ typedef struct weft_config {
 	                            write (path.json for Perfetto, path.csv; see
 	                            docs/observability.md); NULL: WEFT_TRACE, else
 	                            none; "": none */
+	const char *scheds;      /* the scheduler of each worker, as WEFT_SCHED
+	                            writes it ("share", "share:0,steal:1-3"; see
+	                            docs/scheduling.md); NULL: `sched` if set, else
+	                            WEFT_SCHED, else steal everywhere. Resolved
+	                            (weft_config_init): never NULL */
 } weft_config_t;
 
 /* Fill *cfg with the values weft_init(NULL) would use (environment applied). */
@@ -230,6 +236,7 @@ WEFT_API int weft_worker_stats(int worker, weft_worker_stats_t *out);
 }
 #endif
 
-#include <weft/sync.h> /* synchronization, timers, thread-specific data, cancellation */
+#include <weft/sched.h> /* installable per-worker schedulers */
+#include <weft/sync.h>  /* synchronization, timers, thread-specific data, cancellation */
 
 #endif /* WEFT_H */

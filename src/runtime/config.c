@@ -63,6 +63,70 @@ static long derived_guard_budget(void)
 	return n > 0 ? n : -1;
 }
 
+/* One worker number of a scheduler spec, up to `stop`. */
+static int spec_worker(const char *s, const char *stop, int n, int *out)
+{
+	if (s == stop || stop - s > 9)
+		return EINVAL;
+	int v = 0;
+	for (; s < stop; s++) {
+		if (*s < '0' || *s > '9')
+			return EINVAL;
+		v = v * 10 + (*s - '0');
+	}
+	if (v >= n)
+		return EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* The scheduler spec grammar (WEFT_SCHED, weft_config_t.scheds), in
+ * docs/scheduling.md: comma-separated entries "name" (every worker) or
+ * "name:N" or "name:N-M" (those workers), applied in order, so a later
+ * entry overrides an earlier one; workers no entry names run steal. */
+int wf_sched_spec(const char *spec, int n, const weft_sched_ops_t **at)
+{
+	if (!spec || !*spec)
+		return EINVAL;
+	if (at)
+		for (int i = 0; i < n; i++)
+			at[i] = &weft_sched_steal;
+	const char *p = spec;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		const char *colon = memchr(p, ':', (size_t)(end - p));
+		const char *name_end = colon ? colon : end;
+		char name[WEFT_SCHED_NAME_MAX];
+		if (name_end == p || name_end - p >= WEFT_SCHED_NAME_MAX)
+			return EINVAL;
+		memcpy(name, p, (size_t)(name_end - p));
+		name[name_end - p] = '\0';
+		const weft_sched_ops_t *ops = wf_sched_find(name);
+		if (!ops)
+			return EINVAL;
+		int lo = 0, hi = n - 1;
+		if (colon) {
+			const char *a = colon + 1;
+			const char *dash = memchr(a, '-', (size_t)(end - a));
+			if (spec_worker(a, dash ? dash : end, n, &lo))
+				return EINVAL;
+			hi = lo;
+			if (dash && spec_worker(dash + 1, end, n, &hi))
+				return EINVAL;
+			if (hi < lo)
+				return EINVAL;
+		}
+		if (at)
+			for (int i = lo; i <= hi; i++)
+				at[i] = ops;
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
+}
+
 int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 {
 	weft_config_t c = *in;
@@ -111,17 +175,19 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 
 	if (c.sched < 0 || c.sched > WEFT_SCHED_SHARE)
 		return EINVAL;
-	if (c.sched == WEFT_SCHED_DEFAULT) {
-		c.sched = WEFT_SCHED_STEAL;
-		if ((v = env("WEFT_SCHED"))) {
-			if (strcmp(v, "steal") == 0)
-				c.sched = WEFT_SCHED_STEAL;
-			else if (strcmp(v, "share") == 0)
-				c.sched = WEFT_SCHED_SHARE;
-			else
-				return EINVAL;
-		}
+	if (!c.scheds) {
+		if (c.sched == WEFT_SCHED_STEAL)
+			c.scheds = "steal";
+		else if (c.sched == WEFT_SCHED_SHARE)
+			c.scheds = "share";
+		else if (!(c.scheds = env("WEFT_SCHED")))
+			c.scheds = "steal";
 	}
+	if (wf_sched_spec(c.scheds, c.workers, NULL))
+		return EINVAL;
+	c.sched = strcmp(c.scheds, "steal") == 0   ? WEFT_SCHED_STEAL
+		  : strcmp(c.scheds, "share") == 0 ? WEFT_SCHED_SHARE
+						   : WEFT_SCHED_DEFAULT;
 
 	if (c.context < 0 || c.context > WEFT_CONTEXT_UCONTEXT)
 		return EINVAL;

@@ -35,13 +35,37 @@ static int is_main_thread(void)
 	return getpid() == (pid_t)syscall(SYS_gettid);
 }
 
+static void free_sched_spec(void)
+{
+	free(wf_rt.sched_at_start);
+	free(wf_rt.sched_spec);
+	wf_rt.sched_at_start = NULL;
+	wf_rt.sched_spec = NULL;
+}
+
 /* Start the runtime. with_root: the calling kernel thread becomes worker 0
  * and its caller the root ULT; otherwise every worker is a new pthread and
  * the caller stays a foreign thread. Called with init_lock held. */
 static int start(const weft_config_t *c, int with_root)
 {
 	wf_rt.nworkers = c->workers;
-	wf_rt.sched = c->sched;
+	/* Each worker's first scheduler; c->scheds was checked by
+	 * wf_config_resolve, but a scheduler may have been registered or not
+	 * since (weft_init with a config made earlier). */
+	const weft_sched_ops_t **at = calloc((size_t)c->workers, sizeof *at);
+	char *spec = strdup(c->scheds);
+	if (!at || !spec) {
+		free(at);
+		free(spec);
+		return ENOMEM;
+	}
+	if (wf_sched_spec(c->scheds, c->workers, at)) {
+		free(at);
+		free(spec);
+		return EINVAL;
+	}
+	wf_rt.sched_at_start = at;
+	wf_rt.sched_spec = spec;
 	wf_rt.pin = c->pin == 1;
 	wf_rt.migrate = c->migrate == 1;
 	wf_rt.stack_size = c->stack_size;
@@ -51,8 +75,8 @@ static int start(const weft_config_t *c, int with_root)
 	atomic_store(&wf_rt.nspinning, 0);
 	atomic_store(&wf_rt.nsleeping, 0);
 	atomic_store(&wf_rt.root_exited, 0);
-	wf_rt.global.head = wf_rt.global.tail = NULL;
-	atomic_store(&wf_rt.global_n, 0);
+	wf_rt.global.q.head = wf_rt.global.q.tail = NULL;
+	atomic_store(&wf_rt.global.n, 0);
 
 	wf_stack_configure(c->stack_size, c->guarded_stacks_max, sizeof(wf_ult_t),
 			   offsetof(wf_ult_t, stack));
@@ -111,7 +135,7 @@ static int start(const weft_config_t *c, int with_root)
 		fprintf(stderr,
 			"weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
 			"idle_spin_ns=%ld, guarded_stacks=%ld, migrate=%d\n",
-			wf_rt.nworkers, wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal",
+			wf_rt.nworkers, wf_rt.sched_spec,
 			wf_ctx_backend == WF_CTX_UCONTEXT ? "ucontext" : "asm", wf_rt.stack_size,
 			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max, wf_rt.migrate);
 	return 0;
@@ -121,6 +145,7 @@ fail:
 		wf_ult_free(NULL, root);
 	}
 	wf_rt.root = NULL;
+	free_sched_spec();
 	atomic_store(&wf_rt.state, WF_RT_OFF);
 	return e;
 }
@@ -204,6 +229,7 @@ int weft_shutdown(void)
 		wf_ult_free(NULL, root);
 	}
 	wf_rt.root = NULL;
+	free_sched_spec();
 	atomic_store(&wf_rt.cpu_clock, 0); /* the next runtime starts without it */
 	atomic_store_explicit(&wf_rt.state, WF_RT_OFF, memory_order_release);
 	WF_SYS(pthread_mutex_unlock)(&init_lock);

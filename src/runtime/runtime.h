@@ -6,7 +6,7 @@
 
 #include <weft.h>
 
-#include "sched/sched.h"
+#include "sched/policy.h"
 #include "sync/wait.h"
 
 #define WF_ATTR_MAGIC  0x77656674u /* "weft" */
@@ -15,6 +15,10 @@
 /* Fill *out from *in, taking zero fields from the environment or defaults.
  * Returns 0 or EINVAL. */
 WF_HIDDEN int wf_config_resolve(const weft_config_t *in, weft_config_t *out);
+
+/* Parse a scheduler spec (WEFT_SCHED's grammar, config.c) for n workers
+ * into at[0..n-1]; at NULL: check only. 0 or EINVAL. */
+WF_HIDDEN int wf_sched_spec(const char *spec, int n, const weft_sched_ops_t **at);
 
 /* Start the runtime with defaults unless it runs already. */
 WF_HIDDEN int wf_start_lazily(void);

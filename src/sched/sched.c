@@ -79,7 +79,7 @@
  */
 #include "sched/cpuclock.h"
 #include "sched/join.h"
-#include "sched/sched.h"
+#include "sched/policy.h"
 #include "trace/trace.h"
 #include "util/fence.h"
 #include "util/sys.h"
@@ -101,49 +101,45 @@ void wf_worker_set_self(wf_worker_t *w)
 	wf_tls_worker = w;
 }
 
-/* Put u, now RUNNABLE, where it will run: its bound worker's own FIFO or
- * inbox, else (steal) the bottom of w's deque, so it runs next there unless
- * an idle worker takes it first, or (share, or a foreign caller) the
- * global FIFO. */
-static void enqueue(wf_worker_t *w, wf_ult_t *u)
+/* Put u, now RUNNABLE, where it will run, for reason `why` (enum
+ * weft_sched_why): a ULT bound to another worker, or any ULT when the
+ * caller is no worker, goes to a queue that worker (or any worker, for the
+ * global queue) hands to its scheduler at its next decision; any other to
+ * w's own scheduler. If another worker could take it, wake an idle one. */
+static inline void enqueue(wf_worker_t *w, wf_ult_t *u, int why)
 {
-	if (u->bound_worker >= 0) {
-		if (w && w->id == u->bound_worker) {
-			wf_fifo_push(&w->local, u);
-		} else {
-			wf_worker_t *t = wf_rt.workers[u->bound_worker];
-			wf_inbox_put(t, u);
-			wf_wake_worker(t);
-		}
-		return;
+	if (u->bound_worker >= 0 && (!w || w->id != u->bound_worker)) {
+		wf_worker_t *t = wf_rt.workers[u->bound_worker];
+		u->why = why;
+		wf_mpfifo_put(&t->inbox, u);
+		wf_wake_worker(t);
+	} else if (!w) {
+		u->why = why;
+		wf_mpfifo_put(&wf_rt.global, u);
+		wf_wake_one_idle(NULL);
+	} else if (wf_policy_put(w, u, why)) {
+		wf_wake_one_idle(w->sched_ops);
 	}
-	if (w && wf_rt.sched == WEFT_SCHED_STEAL)
-		wf_runq_put(w, u);
-	else
-		wf_global_put(u);
-	wf_wake_one_idle();
+}
+
+void wf_sched_requeue(wf_worker_t *w, wf_ult_t *u, int why)
+{
+	enqueue(w, u, why);
 }
 
 void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
 {
+	int why = u->state == WF_NEW ? WEFT_SCHED_NEW : WEFT_SCHED_WOKEN;
 	WF_ULT_MOVE(u, WF_NEW, WF_PARKED, WF_RUNNABLE);
-	enqueue(w, u);
+	enqueue(w, u, why);
 }
 
 /* Queue a ULT that yielded (or, from wf_park_to, one handed over that
- * must wait its turn): behind everything ready, where any worker may take
- * it (the deque's bottom would hand it straight back). */
+ * must wait its turn): its scheduler puts it behind everything ready. */
 static void requeue_yielded(wf_worker_t *w, wf_ult_t *u)
 {
 	WF_ULT_MOVE(u, WF_PARKED, WF_RUNNING, WF_RUNNABLE);
-	if (u->bound_worker == w->id) {
-		wf_fifo_push(&w->local, u);
-	} else if (u->bound_worker >= 0) {
-		enqueue(w, u);
-	} else {
-		wf_global_put(u);
-		wf_wake_one_idle();
-	}
+	enqueue(w, u, WEFT_SCHED_YIELDED);
 }
 
 long wf_live(void)
@@ -158,50 +154,91 @@ long wf_live(void)
 	return n;
 }
 
+/* Hand what other kernel threads queued for w (its inbox; the global
+ * queue: one ULT, or all of it when `all`) to w's scheduler. */
+static void take_mail(wf_worker_t *w, int all)
+{
+	wf_ult_t *u = wf_mpfifo_take_all(&w->inbox);
+	while (u) {
+		wf_ult_t *next = u->next;
+		enqueue(w, u, u->why);
+		u = next;
+	}
+	while ((u = wf_mpfifo_get(&wf_rt.global))) {
+		enqueue(w, u, u->why);
+		if (!all)
+			break;
+	}
+}
+
 /* The next ready ULT for w without waiting or stealing; NULL if none.
  * Called only by w's owner. */
 static wf_ult_t *pick_next(wf_worker_t *w)
 {
-	wf_ult_t *u;
 	uint32_t tick = ++w->tick;
-	/* Expired timers make their ULTs runnable first (timer.c). */
-	if ((tick & 15) == 0 && unlikely(wf_timers_next(&w->timers) != UINT64_MAX))
-		wf_timers_poll(&w->timers, wf_now_ns());
-	if ((u = wf_inbox_get(w)))
-		return u;
-	if (tick % 61 == 0 && (u = wf_global_get()))
-		return u;
-	/* Alternate between the worker's bound ULTs and the shared queue so
-	 * neither starves the other. */
-	if (w->local.head && (tick & 1))
-		return wf_fifo_pop(&w->local);
-	if (wf_rt.sched == WEFT_SCHED_STEAL && (u = wf_runq_get(w)))
-		return u;
-	if ((u = wf_fifo_pop(&w->local)))
-		return u;
-	return wf_global_get();
+	if ((tick & 15) == 0) {
+		/* Expired timers make their ULTs runnable (timer.c); an install
+		 * may be waiting (policy.c). */
+		if (unlikely(wf_timers_next(&w->timers) != UINT64_MAX))
+			wf_timers_poll(&w->timers, wf_now_ns());
+		wf_sched_poll(w);
+	}
+	if (unlikely(!wf_mpfifo_empty(&w->inbox)) ||
+	    (tick % 61 == 0 && unlikely(!wf_mpfifo_empty(&wf_rt.global))))
+		take_mail(w, 0);
+	wf_ult_t *u = wf_policy_get(w);
+	if (unlikely(!u)) {
+		if (wf_mpfifo_empty(&wf_rt.global))
+			return NULL;
+		take_mail(w, 0);
+		if (!(u = wf_policy_get(w)))
+			return NULL;
+	}
+	if (unlikely(u->bound_worker >= 0 && u->bound_worker != w->id)) {
+		/* Bound elsewhere while it was queued (pthread_setaffinity_np), or
+		 * a scheduler let it out of its worker: send it home. */
+		enqueue(w, u, WEFT_SCHED_WOKEN);
+		return pick_next(w);
+	}
+	return u;
 }
 
-/* Steal from the other workers, starting at a random one.
- * Called only by w's owner, from its loop. */
+/* Ask the other workers that run w's scheduler for work (its give),
+ * starting at a random one. patient: the steal scheduler may take a lone
+ * queued ULT at once (w is about to sleep). Called only by w's owner,
+ * from its loop. */
 static wf_ult_t *steal_any(wf_worker_t *w, int patient)
 {
 	int n = wf_rt.nworkers;
-	if (n < 2 || wf_rt.sched != WEFT_SCHED_STEAL)
+	const weft_sched_ops_t *ops = w->sched_ops;
+	if (n < 2 || !ops->give)
 		return NULL;
+	wf_ult_t *u = NULL;
 	int start = (int)(wf_rand(&w->rng) % (uint64_t)n);
-	for (int i = 0; i < n; i++) {
+	wf_sched_scan_begin(w);
+	for (int i = 0; i < n && !u; i++) {
 		wf_worker_t *v = wf_rt.workers[(start + i) % n];
-		if (v == w)
+		wf_sched_block_t *b = atomic_load_explicit(&v->sched_pub, memory_order_seq_cst);
+		if (v == w || b->ops != ops)
 			continue;
-		wf_ult_t *u = wf_runq_steal(w, v, patient);
+		if (ops == &weft_sched_steal) {
+			u = wf_steal_give(b->state, w->sched_state, patient);
+		} else {
+			weft_sched_node_t *nd = ops->give(b->state, w->sched_state);
+			u = nd ? wf_ult_of_node(nd) : NULL;
+		}
 		if (u) {
+			atomic_fetch_add_explicit(&w->n_steals, 1, memory_order_relaxed);
 			if (WF_TRACING())
 				wf_trace_emit(w, WF_EV_STEAL, 0, v->id, u->id, 0);
-			return u;
 		}
 	}
-	return NULL;
+	wf_sched_scan_end(w);
+	if (u && unlikely(u->bound_worker >= 0 && u->bound_worker != w->id)) {
+		enqueue(w, u, WEFT_SCHED_WOKEN); /* give let a bound ULT out: send it home */
+		u = NULL;
+	}
+	return u;
 }
 
 /* Perform what the ULT that just switched away on w asked for.
@@ -316,14 +353,11 @@ wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ul
 	w->prev_parker = mine;
 	if (unlikely((w->tick & 15) == 15) ||
 	    (next->bound_worker >= 0 && next->bound_worker != w->id)) {
-		if (next->bound_worker >= 0 || w->local.head || wf_rt.sched != WEFT_SCHED_STEAL ||
-		    atomic_load_explicit(&w->bottom, memory_order_relaxed) >
-			    atomic_load_explicit(&w->top, memory_order_relaxed)) {
-			requeue_yielded(w, next);
-		} else {
-			WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
-			wf_runq_put(w, next);
-		}
+		WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
+		if (next->bound_worker >= 0 && next->bound_worker != w->id)
+			enqueue(w, next, WEFT_SCHED_WOKEN);
+		else
+			wf_policy_put(w, next, WEFT_SCHED_YIELDED); /* no wake: we decide next */
 		return wf_block(w, self, WF_AFTER_PARK);
 	}
 	++w->tick;
@@ -331,8 +365,17 @@ wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ul
 	return switch_away(w, self, WF_AFTER_PARK, next);
 }
 
+/* A yield asks the scheduler to choose among every ready ULT, the yielder
+ * included (a lottery may draw it again, a priority scheduler must run it
+ * again if nothing as urgent waits). But the yielder may be put only once
+ * it is off its stack, after the switch. So for an installed scheduler it
+ * switches to the loop, whose after-switch puts it and whose next get
+ * chooses: two switches. The built-in FIFO-ordered ones would only ever
+ * choose the first other ready ULT, so they switch to it directly: one. */
 wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
 {
+	if (unlikely(w->sched_ops != &weft_sched_steal && w->sched_ops != &weft_sched_share))
+		return switch_away(w, self, WF_AFTER_REQUEUE, NULL);
 	wf_ult_t *next = pick_next(w);
 	return next ? switch_away(w, self, WF_AFTER_REQUEUE, next) : w;
 }
@@ -395,8 +438,8 @@ void wf_exit_self(void)
  * worker does not wait for its next full scan. Called only by w's owner. */
 static inline int work_hint(wf_worker_t *w)
 {
-	return atomic_load_explicit(&w->inbox_n, memory_order_relaxed) != 0 ||
-	       atomic_load_explicit(&wf_rt.global_n, memory_order_relaxed) != 0;
+	return !wf_mpfifo_empty(&w->inbox) || !wf_mpfifo_empty(&wf_rt.global) ||
+	       atomic_load_explicit(&w->sched_req, memory_order_relaxed) != NULL;
 }
 
 /* The idle spin budget tunes itself per worker. A futex wake of a sleeping
@@ -426,20 +469,27 @@ static void tune_spin(wf_worker_t *w, uint64_t slept_ns)
 	}
 }
 
-/* Is there queued work besides what w just took? (Deques and the global
- * queue; read without locks, a hint.) */
-static int more_work_visible(void)
+/* Is there queued work besides what w just took that another idle worker
+ * of its scheduler could take? (The global queue, and the other workers'
+ * schedulers through their `empty`; read without locks, a hint.) */
+static int more_work_visible(wf_worker_t *w)
 {
-	if (atomic_load_explicit(&wf_rt.global_n, memory_order_relaxed))
+	if (!wf_mpfifo_empty(&wf_rt.global))
 		return 1;
-	for (int i = 0; i < wf_rt.nworkers; i++) {
-		wf_worker_t *v = wf_rt.workers[i];
-		if (atomic_load_explicit(&v->bottom, memory_order_relaxed) -
-			    atomic_load_explicit(&v->top, memory_order_relaxed) >
-		    0)
-			return 1;
+	const weft_sched_ops_t *ops = w->sched_ops;
+	if (!ops->empty)
+		return 0;
+	int more = 0;
+	wf_sched_scan_begin(w);
+	for (int i = 0; i < wf_rt.nworkers && !more; i++) {
+		wf_sched_block_t *b =
+			atomic_load_explicit(&wf_rt.workers[i]->sched_pub, memory_order_seq_cst);
+		if (b->ops == ops)
+			more = ops == &weft_sched_steal ? !wf_steal_empty(b->state)
+							: !ops->empty(b->state);
 	}
-	return 0;
+	wf_sched_scan_end(w);
+	return more;
 }
 
 /* w stops spinning because it found work. If it was the last spinner and
@@ -447,11 +497,11 @@ static int more_work_visible(void)
  * a worker spins (wf_wake_one_idle), so without this the rest of a burst
  * could wait on one busy worker while others sleep (Go's rule: the last
  * spinning M to find work wakes another). */
-static void stop_spinning(void)
+static void stop_spinning(wf_worker_t *w)
 {
 	if (atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst) == 1 &&
-	    more_work_visible())
-		wf_wake_one_idle();
+	    more_work_visible(w))
+		wf_wake_one_idle(w->sched_ops);
 }
 
 /* Look for work until some is found (returned) or the runtime stops (NULL).
@@ -460,6 +510,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 {
 	for (;;) {
 		uint64_t t0 = wf_now_ns();
+		wf_sched_poll(w);
 		wf_timers_poll(&w->timers, t0);
 		if (wf_rt.nworkers > 1)
 			wf_timers_help(w, t0);
@@ -468,12 +519,15 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			return u;
 		if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_STOPPING)
 			return NULL;
+		if (w->sched_ops->idle)
+			w->sched_ops->idle(w->sched_state);
 
 		/* Spin: cheap hand-offs while work keeps arriving. */
 		atomic_fetch_add_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
 		uint64_t deadline = wf_now_ns() + (uint64_t)w->spin_ns;
 		for (unsigned iter = 0; w->spin_ns > 0; iter++) {
 			uint64_t now = wf_now_ns();
+			wf_sched_poll(w);
 			wf_timers_poll(&w->timers, now);
 			if (wf_rt.nworkers > 1)
 				wf_timers_help(w, now);
@@ -481,7 +535,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			if (!u)
 				u = steal_any(w, 0);
 			if (u) {
-				stop_spinning();
+				stop_spinning(w);
 				return u;
 			}
 			if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) ==
@@ -509,6 +563,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		/* Queuers fence lightly before they look for sleepers: the heavy
 		 * side is ours (util/fence.h). */
 		wf_fence_heavy();
+		wf_sched_poll(w);
 		u = pick_next(w);
 		if (!u)
 			u = steal_any(w, 1);
@@ -546,8 +601,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
 		if (u) {
-			if (more_work_visible())
-				wf_wake_one_idle(); /* as stop_spinning */
+			if (more_work_visible(w))
+				wf_wake_one_idle(w->sched_ops); /* as stop_spinning */
 			return u;
 		}
 	}

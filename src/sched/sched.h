@@ -19,8 +19,7 @@
 #include "stack/stack.h"
 #include "util/util.h"
 
-#define WF_RUNQ_SIZE 256 /* per-worker stealable ring; must be a power of two */
-#define WF_SEEN_MAX  64  /* victims a thief remembers (power of two) */
+#include <weft/sched.h>
 
 /* What the next context must do with the ULT that just switched away
  * (wf_worker.prev). Done after the switch, once nobody runs on its stack. */
@@ -55,29 +54,44 @@ static inline wf_ult_t *wf_fifo_pop(wf_fifo_t *q)
 	return u;
 }
 
+/* A FIFO that several kernel threads put to and take from, under a
+ * spinlock; n is readable without it (a hint: "anything there?"). */
+typedef struct {
+	WF_ALIGNED_CL wf_spinlock_t lock;
+	wf_fifo_t q;
+	atomic_int n;
+} wf_mpfifo_t;
+
+/* A worker's scheduler (policy.c): the table and its state, published
+ * together for the workers that steal from it. */
+typedef struct wf_sched_block {
+	const weft_sched_ops_t *ops;
+	void *state; /* inside this block, cache-line aligned */
+} wf_sched_block_t;
+
 typedef struct wf_worker {
 	/* Owner-only fields: touched only by the kernel thread of this worker. */
 	int id;
-	wf_ult_t *current;        /* the RUNNING ULT, or NULL in the scheduler loop */
-	wf_ult_t *prev;           /* the ULT that just switched away ... */
-	int prev_action;          /* ... and what to do with it (enum wf_after) */
-	wf_parker_t *prev_parker; /* ... and for WF_AFTER_PARK, the parker to commit */
-	wf_ctx_t loop_ctx;        /* the scheduler loop: runs when no ULT can */
-	wf_fifo_t local;          /* bound ULTs this worker queued itself; never stolen */
-	uint32_t tick;            /* scheduling decisions so far (fairness) */
-	uint64_t rng;             /* victim selection */
-	void *loop_stack;         /* worker 0's loop stack mapping (others use their own) */
+	wf_ult_t *current;                 /* the RUNNING ULT, or NULL in the scheduler loop */
+	wf_ult_t *prev;                    /* the ULT that just switched away ... */
+	int prev_action;                   /* ... and what to do with it (enum wf_after) */
+	wf_parker_t *prev_parker;          /* ... and for WF_AFTER_PARK, the parker to commit */
+	wf_ctx_t loop_ctx;                 /* the scheduler loop: runs when no ULT can */
+	const weft_sched_ops_t *sched_ops; /* the scheduler it runs (policy.c) ... */
+	void *sched_state;                 /* ... and its state */
+	wf_sched_block_t *sched_block;     /* ... in this allocation */
+	uint32_t tick;                     /* scheduling decisions so far (fairness) */
+	uint64_t rng;                      /* victim selection */
+	void *loop_stack; /* worker 0's loop stack mapping (others use their own) */
 	size_t loop_stack_size;
-	void *loop_uc;              /* ucontext storage of loop_ctx */
-	void *altstack;             /* signal stack for guard-page reports */
-	wf_registry_cache_t slots;  /* free registry slots (registry.c) */
-	wf_stack_cache_t stacks;    /* freed default-size stacks (stack/stack.c) */
-	long seen_top[WF_SEEN_MAX]; /* thief: victim's top (+1) at the last scan */
-	int seen_count;             /* thief: scans that saw it unchanged */
-	long created, exited;       /* ULTs created / exited here; owner writes, wf_live reads */
-	long spin_ns;               /* current idle spin budget (tune_spin) */
-	uint64_t run_start;         /* thread CPU time when current started (cpuclock.c) */
-	clockid_t cpu_clockid;      /* this kernel thread's CPU clock (cpuclock.c) */
+	void *loop_uc;             /* ucontext storage of loop_ctx */
+	void *altstack;            /* signal stack for guard-page reports */
+	wf_registry_cache_t slots; /* free registry slots (registry.c) */
+	wf_stack_cache_t stacks;   /* freed default-size stacks (stack/stack.c) */
+	long created, exited;      /* ULTs created / exited here; owner writes, wf_live reads */
+	long spin_ns;              /* current idle spin budget (tune_spin) */
+	uint64_t run_start;        /* thread CPU time when current started (cpuclock.c) */
+	clockid_t cpu_clockid;     /* this kernel thread's CPU clock (cpuclock.c) */
 	pthread_t thread;
 	stack_t old_altstack;
 
@@ -86,16 +100,17 @@ typedef struct wf_worker {
 	atomic_ulong n_switches, n_steals, n_parks, n_sleeps;
 	_Atomic uint64_t idle_ns, sleep_ns;
 
-	/* Chase-Lev deque (steal scheduler, runq.c): the owner pushes and pops
-	 * at bottom, thieves take from top. */
-	WF_ALIGNED_CL atomic_long top;
-	WF_ALIGNED_CL atomic_long bottom;
-	_Atomic(wf_ult_t *) ring[WF_RUNQ_SIZE];
+	/* Read by other workers: the scheduler for thieves (under `scanning`,
+	 * policy.c), its table alone for wakers choosing whom to wake. */
+	WF_ALIGNED_CL _Atomic(wf_sched_block_t *) sched_pub;
+	_Atomic(const weft_sched_ops_t *) sched_domain;
+	atomic_uint scan_seq;                     /* odd while this worker steals (policy.c) */
+	_Atomic(struct wf_sched_req *) sched_req; /* a scheduler to install (policy.c) */
 
-	/* Inbox: ULTs bound to this worker, queued by other threads. */
-	WF_ALIGNED_CL wf_spinlock_t inbox_lock;
-	wf_fifo_t inbox;
-	atomic_int inbox_n;
+	/* Inbox: ULTs that other kernel threads make ready for this worker
+	 * (bound to it, or a scheduler installed here); its owner hands them
+	 * to its scheduler. */
+	wf_mpfifo_t inbox;
 
 	/* Sleeping: the futex word an idle worker waits on. */
 	WF_ALIGNED_CL atomic_int sleep_state;
@@ -110,7 +125,8 @@ enum { WF_RT_OFF = 0, WF_RT_STARTING, WF_RT_RUNNING, WF_RT_STOPPING };
 typedef struct wf_runtime {
 	atomic_int state; /* WF_RT_* */
 	int nworkers;
-	int sched; /* WEFT_SCHED_STEAL or WEFT_SCHED_SHARE */
+	const weft_sched_ops_t **sched_at_start; /* each worker's first scheduler */
+	char *sched_spec;                        /* ... as the configuration wrote it */
 	int pin;
 	int migrate;       /* 0: a ULT stays on the worker that first runs it */
 	size_t stack_size; /* the default (also the stack layer's) */
@@ -119,13 +135,11 @@ typedef struct wf_runtime {
 	wf_worker_t **workers;
 	wf_ult_t *root; /* the ULT that called weft_init */
 
-	/* Global queue: the central ready queue of the share scheduler, and the
-	 * overflow/foreign-thread queue of the steal scheduler. */
-	WF_ALIGNED_CL wf_spinlock_t global_lock;
-	wf_fifo_t global;
-	atomic_int global_n;
+	/* ULTs made ready by foreign threads: any worker takes them (runq.c). */
+	wf_mpfifo_t global;
 
 	WF_ALIGNED_CL atomic_int nspinning; /* workers looking for work */
+	atomic_int one_domain;              /* every worker runs the same scheduler (policy.c) */
 	atomic_int nsleeping;               /* workers asleep on their futex */
 	atomic_long foreign_created;        /* ULTs created by foreign threads */
 	atomic_int root_exited;             /* root called weft_exit */
@@ -173,14 +187,15 @@ static inline wf_ult_t *wf_self(void)
 /* Let another ready ULT run (a foreign thread: sched_yield). */
 WF_HIDDEN void wf_yield(void);
 
-/* Run queues (runq.c). */
-WF_HIDDEN void wf_runq_put(wf_worker_t *w, wf_ult_t *u);
-WF_HIDDEN wf_ult_t *wf_runq_get(wf_worker_t *w);
-WF_HIDDEN wf_ult_t *wf_runq_steal(wf_worker_t *w, wf_worker_t *victim, int patient);
-WF_HIDDEN void wf_global_put(wf_ult_t *u);
-WF_HIDDEN wf_ult_t *wf_global_get(void);
-WF_HIDDEN void wf_inbox_put(wf_worker_t *w, wf_ult_t *u);
-WF_HIDDEN wf_ult_t *wf_inbox_get(wf_worker_t *w);
+/* Shared FIFOs (runq.c). */
+WF_HIDDEN void wf_mpfifo_put(wf_mpfifo_t *f, wf_ult_t *u);
+WF_HIDDEN wf_ult_t *wf_mpfifo_get(wf_mpfifo_t *f);
+/* Take everything queued at once: the first ULT, linked through next. */
+WF_HIDDEN wf_ult_t *wf_mpfifo_take_all(wf_mpfifo_t *f);
+static inline int wf_mpfifo_empty(const wf_mpfifo_t *f)
+{
+	return atomic_load_explicit(&f->n, memory_order_relaxed) == 0;
+}
 
 /* Park/unpark (park.c). */
 WF_HIDDEN void wf_park(wf_parker_t *p);
@@ -193,7 +208,9 @@ WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 WF_HIDDEN int wf_workers_start(void);
 WF_HIDDEN void wf_workers_stop(void);
 WF_HIDDEN void wf_workers_free(void);
-WF_HIDDEN void wf_wake_one_idle(void);
+/* Wake a sleeping worker that runs scheduler `domain` (NULL: any) so it
+ * looks for work, unless a worker is spinning already. */
+WF_HIDDEN void wf_wake_one_idle(const weft_sched_ops_t *domain);
 WF_HIDDEN void wf_wake_worker(wf_worker_t *t);
 
 /* Descriptors (ult.c). */

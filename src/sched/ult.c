@@ -36,6 +36,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->state = WF_NEW;
 	u->bound_worker = -1;
 	u->last_worker = -1;
+	u->sched_hint = 0;
 	atomic_store_explicit(&u->joiner, WF_JOIN_NONE, memory_order_relaxed);
 	atomic_store_explicit(&u->joining, NULL, memory_order_relaxed);
 	u->join_target = NULL;

@@ -103,13 +103,17 @@ typedef struct wf_parker {
 #define WF_JOIN_DEADLK   ((uintptr_t)10)
 
 typedef struct wf_ult {
-	wf_ctx_t ctx;        /* saved registers; valid unless RUNNING */
-	struct wf_ult *next; /* link in an intrusive queue; owned by that queue */
+	wf_ctx_t ctx;           /* saved registers; valid unless RUNNING */
+	struct wf_ult *next;    /* link in the runtime's own queues; owned by that queue */
+	weft_sched_node_t node; /* the scheduler's (weft/sched.h); owned by it while queued */
 	weft_t id;
 	wf_parker_t parker;
 	int state;                        /* enum wf_ult_state; written by its owner (see above) */
 	int bound_worker;                 /* -1, or the only worker allowed to run it */
 	int last_worker;                  /* worker that ran it last */
+	int why;                          /* enum weft_sched_why, while in an inbox or the
+	                                     global queue on its way to a scheduler */
+	uint64_t sched_hint;              /* weft_sched_sethint's; read by schedulers */
 	atomic_uintptr_t joiner;          /* WF_JOIN_* or the joiner's wf_parker */
 	_Atomic(struct wf_ult *) joining; /* the ULT this one is joining (cycle check) */
 	struct wf_ult *join_target;       /* for WF_AFTER_JOIN; owned by this ULT */
@@ -150,6 +154,11 @@ typedef struct wf_ult {
 static inline wf_ult_t *wf_joiner_ult(uintptr_t j)
 {
 	return j > WF_JOIN_CLAIMED && !(j & 1) ? (wf_ult_t *)j : NULL;
+}
+
+static inline wf_ult_t *wf_ult_of_node(const weft_sched_node_t *n)
+{
+	return (wf_ult_t *)((char *)n - __builtin_offsetof(wf_ult_t, node));
 }
 
 static inline wf_ult_t *wf_ult_of_stack(const wf_stack_t *s)

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "sched/sched.h"
+#include "sched/policy.h"
 #include "util/fence.h"
 #include "util/sys.h"
 #if WF_ASAN
@@ -62,19 +62,26 @@ void wf_wake_worker(wf_worker_t *t)
 	wake_if_sleeping(t);
 }
 
-void wf_wake_one_idle(void)
+void wf_wake_one_idle(const weft_sched_ops_t *domain)
 {
 	wf_fence_light(); /* as wf_wake_worker */
 	if (atomic_load_explicit(&wf_rt.nsleeping, memory_order_relaxed) == 0)
 		return;
-	if (atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0) {
+	/* A spinner will find the work - if it runs the same scheduler, which
+	 * with one scheduler everywhere (the usual case) every spinner does. */
+	int any = !domain || atomic_load_explicit(&wf_rt.one_domain, memory_order_relaxed);
+	if (any && atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0) {
 		atomic_thread_fence(memory_order_seq_cst); /* against stop_spinning */
 		if (atomic_load_explicit(&wf_rt.nspinning, memory_order_relaxed) > 0)
 			return;
 	}
-	for (int i = 0; i < wf_rt.nworkers; i++)
-		if (wake_if_sleeping(wf_rt.workers[i]))
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *t = wf_rt.workers[i];
+		if (!any && atomic_load_explicit(&t->sched_domain, memory_order_relaxed) != domain)
+			continue;
+		if (wake_if_sleeping(t))
 			return;
+	}
 }
 
 void wf_wake_all(void)
@@ -135,8 +142,9 @@ static void loop0_entry(void *transfer, void *arg)
 	wf_panic("worker 0's loop ended while the root ULT was not on it");
 }
 
-static wf_worker_t *worker_new(int id)
+static wf_worker_t *worker_new(int id, int *e)
 {
+	*e = ENOMEM;
 	wf_worker_t *w;
 	if (posix_memalign((void **)&w, WF_CACHELINE, sizeof *w))
 		return NULL;
@@ -149,6 +157,11 @@ static wf_worker_t *worker_new(int id)
 		w->rng = 1;
 	size_t r = wf_ctx_reserve();
 	if (r && !(w->loop_uc = calloc(1, r))) {
+		free(w);
+		return NULL;
+	}
+	if ((*e = wf_sched_start(w, wf_rt.sched_at_start[id])) != 0) {
+		free(w->loop_uc);
 		free(w);
 		return NULL;
 	}
@@ -170,6 +183,7 @@ static void worker_free(wf_worker_t *w)
 	}
 	free(w->loop_uc);
 	wf_timers_fini(&w->timers);
+	wf_sched_stop(w);
 	free(w);
 }
 
@@ -187,9 +201,11 @@ int wf_workers_start(void)
 	wf_rt.workers = calloc((size_t)n, sizeof *wf_rt.workers);
 	if (!wf_rt.workers)
 		return ENOMEM;
+	int e = 0;
 	for (int i = 0; i < n; i++)
-		if (!(wf_rt.workers[i] = worker_new(i)))
+		if (!(wf_rt.workers[i] = worker_new(i, &e)))
 			goto fail_alloc;
+	wf_sched_domains_changed();
 
 	wf_worker_t *w0 = wf_rt.workers[0];
 	if (wf_rt.root) {
@@ -200,6 +216,7 @@ int wf_workers_start(void)
 				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 		if (w0->loop_stack == MAP_FAILED) {
 			w0->loop_stack = NULL;
+			e = ENOMEM;
 			goto fail_alloc;
 		}
 		wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc,
@@ -218,8 +235,8 @@ int wf_workers_start(void)
 	}
 
 	for (int i = first; i < n; i++) {
-		int e = WF_SYS(pthread_create)(&wf_rt.workers[i]->thread, NULL, worker_main,
-					       wf_rt.workers[i]);
+		e = WF_SYS(pthread_create)(&wf_rt.workers[i]->thread, NULL, worker_main,
+					   wf_rt.workers[i]);
 		if (e) {
 			/* Stop the ones already running, then undo worker 0. */
 			atomic_store(&wf_rt.state, WF_RT_STOPPING);
@@ -244,7 +261,7 @@ fail_alloc:
 		worker_free(wf_rt.workers[i]);
 	free(wf_rt.workers);
 	wf_rt.workers = NULL;
-	return ENOMEM;
+	return e;
 }
 
 /* Stop the workers' pthreads. wf_rt.state is WF_RT_STOPPING and no ULT but
@@ -259,6 +276,8 @@ void wf_workers_stop(void)
 	wf_wake_all();
 	for (int i = first; i < wf_rt.nworkers; i++)
 		WF_SYS(pthread_join)(wf_rt.workers[i]->thread, NULL);
+	for (int i = 0; i < wf_rt.nworkers; i++)
+		wf_sched_refuse(wf_rt.workers[i]); /* an install that came too late */
 	if (wf_rt.root) {
 		wf_worker_t *w0 = wf_rt.workers[0];
 		wf_stack_altstack_fini(w0->altstack, &w0->old_altstack);

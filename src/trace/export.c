@@ -371,7 +371,7 @@ static stream_t *next_stream(stream_t *st, int n, const wf_trace_ev_t **ev)
 
 static void write_headers(out_t *o, const wf_trace_meta_t *m, uint64_t duration)
 {
-	const char *sched = wf_rt.sched == WEFT_SCHED_SHARE ? "share" : "steal";
+	const char *sched = wf_rt.sched_spec ? wf_rt.sched_spec : "";
 	const char *clock = m->tsc ? "tsc" : "monotonic";
 	fprintf(o->json,
 		"{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"weft_version\":\"%s\","

@@ -1,0 +1,96 @@
+/* The scheduler API (include/weft/sched.h): checks arguments and starts the
+ * runtime; the mechanism is in src/sched/policy.c. */
+#include "runtime/runtime.h"
+
+int weft_sched_register(const weft_sched_ops_t *ops)
+{
+	return wf_sched_register(ops);
+}
+
+const weft_sched_ops_t *weft_sched_find(const char *name)
+{
+	return name ? wf_sched_find(name) : NULL;
+}
+
+int weft_sched_install(int worker, const weft_sched_ops_t *ops, void *arg)
+{
+	int e = wf_sched_check(ops);
+	if (e)
+		return e;
+	if ((e = wf_ensure_runtime()) != 0)
+		return e;
+	if (worker < 0 || worker >= wf_rt.nworkers)
+		return EINVAL;
+	return wf_sched_install(worker, ops, arg);
+}
+
+int weft_sched_install_all(const weft_sched_ops_t *ops, void *arg)
+{
+	int e = wf_sched_check(ops);
+	if (e)
+		return e;
+	if ((e = wf_ensure_runtime()) != 0)
+		return e;
+	for (int i = 0; i < wf_rt.nworkers && !e; i++)
+		e = wf_sched_install(i, ops, arg);
+	return e;
+}
+
+int weft_sched_get(int worker, const weft_sched_ops_t **ops)
+{
+	if (!ops)
+		return EINVAL;
+	int e = wf_ensure_runtime();
+	if (e)
+		return e;
+	if (worker < 0 || worker >= wf_rt.nworkers)
+		return EINVAL;
+	*ops = atomic_load_explicit(&wf_rt.workers[worker]->sched_domain, memory_order_acquire);
+	return 0;
+}
+
+/* The ULT t names (WEFT_NULL: the caller), or NULL with *e set. */
+static wf_ult_t *hint_target(weft_t t, int *e)
+{
+	if ((*e = wf_ensure_runtime()) != 0)
+		return NULL;
+	wf_ult_t *u = t == WEFT_NULL ? wf_self() : wf_registry_find(t);
+	if (!u)
+		*e = t == WEFT_NULL ? EINVAL : ESRCH;
+	return u;
+}
+
+int weft_sched_sethint(weft_t t, uint64_t hint)
+{
+	int e;
+	wf_ult_t *u = hint_target(t, &e);
+	if (u)
+		__atomic_store_n(&u->sched_hint, hint, __ATOMIC_RELAXED);
+	return e;
+}
+
+int weft_sched_gethint(weft_t t, uint64_t *hint)
+{
+	if (!hint)
+		return EINVAL;
+	int e;
+	wf_ult_t *u = hint_target(t, &e);
+	if (u)
+		*hint = __atomic_load_n(&u->sched_hint, __ATOMIC_RELAXED);
+	return e;
+}
+
+weft_t weft_sched_node_thread(const weft_sched_node_t *n)
+{
+	return wf_ult_of_node(n)->id;
+}
+
+uint64_t weft_sched_node_hint(const weft_sched_node_t *n)
+{
+	return __atomic_load_n(&wf_ult_of_node(n)->sched_hint, __ATOMIC_RELAXED);
+}
+
+int weft_sched_node_worker(const weft_sched_node_t *n)
+{
+	return wf_ult_of_node(n)->bound_worker;
+}

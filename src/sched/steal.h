@@ -1,0 +1,115 @@
+/* The steal scheduler's state and its owner-side operations, inline so
+ * that the switch path calls them directly (sched.c tests for this table
+ * before calling through any other). The design is at the top of steal.c.
+ */
+#ifndef WF_STEAL_H
+#define WF_STEAL_H
+
+#include "sched/sched.h"
+
+#define WF_STEAL_RING 256 /* deque slots per worker; a power of two */
+#define WF_SEEN_MAX   64  /* victims a thief remembers (a power of two) */
+
+typedef struct wf_steal {
+	/* Owner only. */
+	wf_fifo_t local;            /* ULTs bound to this worker: never given away */
+	uint32_t tick;              /* decisions so far (fairness between the queues) */
+	int worker;                 /* the owner's id; read by thieves, set before publishing */
+	long seen_top[WF_SEEN_MAX]; /* as a thief: each victim's top (+1) at the last scan */
+	int seen_count;             /* as a thief: scans that saw it unchanged */
+
+	/* Chase-Lev deque: the owner pushes and pops at bottom, thieves take
+	 * from top. */
+	WF_ALIGNED_CL atomic_long top;
+	WF_ALIGNED_CL atomic_long bottom;
+	_Atomic(wf_ult_t *) ring[WF_STEAL_RING];
+} wf_steal_t;
+
+/* Yields and deque overflow: one FIFO for every worker running steal. */
+WF_HIDDEN extern wf_mpfifo_t wf_steal_shared;
+
+WF_HIDDEN wf_ult_t *wf_steal_give(wf_steal_t *victim, wf_steal_t *thief, int patient);
+
+/* Push u at the bottom of s's deque (the shared FIFO when it is full). */
+static inline void wf_steal_push(wf_steal_t *s, wf_ult_t *u)
+{
+	long b = atomic_load_explicit(&s->bottom, memory_order_relaxed);
+	long t = atomic_load_explicit(&s->top, memory_order_acquire);
+	if (unlikely(b - t >= WF_STEAL_RING)) {
+		wf_mpfifo_put(&wf_steal_shared, u);
+		return;
+	}
+	atomic_store_explicit(&s->ring[b & (WF_STEAL_RING - 1)], u, memory_order_relaxed);
+	atomic_store_explicit(&s->bottom, b + 1, memory_order_release);
+}
+
+/* Pop from the bottom of s's deque. */
+static inline wf_ult_t *wf_steal_pop(wf_steal_t *s)
+{
+	long b = atomic_load_explicit(&s->bottom, memory_order_relaxed);
+	long t = atomic_load_explicit(&s->top, memory_order_relaxed);
+	if (b <= t)
+		return NULL; /* empty; thieves only ever make it emptier */
+	b--;
+	atomic_exchange_explicit(&s->bottom, b, memory_order_seq_cst);
+	t = atomic_load_explicit(&s->top, memory_order_seq_cst);
+	if (t > b) {
+		atomic_store_explicit(&s->bottom, b + 1, memory_order_relaxed);
+		return NULL;
+	}
+	wf_ult_t *u = atomic_load_explicit(&s->ring[b & (WF_STEAL_RING - 1)], memory_order_relaxed);
+	if (t == b) {
+		/* The last one: race the thieves for it. */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &s->top, &t, t + 1, memory_order_seq_cst, memory_order_relaxed))
+			u = NULL;
+		atomic_store_explicit(&s->bottom, b + 1, memory_order_relaxed);
+	}
+	return u;
+}
+
+/* put: a bound ULT to the local FIFO (nobody else may run it); a yielding
+ * one behind everything ready, in the shared FIFO; any other to the
+ * bottom of the deque, where it runs next unless a thief takes it first.
+ * Called only by the owner. */
+static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
+{
+	if (u->bound_worker >= 0) {
+		wf_fifo_push(&s->local, u);
+		return 0;
+	}
+	if (why == WEFT_SCHED_YIELDED)
+		wf_mpfifo_put(&wf_steal_shared, u);
+	else
+		wf_steal_push(s, u);
+	return 1;
+}
+
+/* get: the shared FIFO first once in 61 decisions (so yielders are not
+ * starved by a deque that never empties); bound and deque ULTs in turn;
+ * then the shared FIFO. Called only by the owner. */
+static inline wf_ult_t *wf_steal_get(wf_steal_t *s)
+{
+	wf_ult_t *u;
+	uint32_t tick = ++s->tick;
+	if (tick % 61 == 0 && (u = wf_mpfifo_get(&wf_steal_shared)))
+		return u;
+	if (s->local.head && (tick & 1))
+		return wf_fifo_pop(&s->local);
+	if ((u = wf_steal_pop(s)))
+		return u;
+	if ((u = wf_fifo_pop(&s->local)))
+		return u;
+	return wf_mpfifo_get(&wf_steal_shared);
+}
+
+/* Nothing another worker could take? A hint, for any worker. */
+static inline int wf_steal_empty(const wf_steal_t *s)
+{
+	return atomic_load_explicit(&s->bottom, memory_order_relaxed) -
+			       atomic_load_explicit(&s->top, memory_order_relaxed) <=
+		       0 &&
+	       wf_mpfifo_empty(&wf_steal_shared);
+}
+
+#endif
