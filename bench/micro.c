@@ -687,10 +687,10 @@ int wb_micro_main(const wb_opts_t *o)
 			 WEFT_VERSION_STRING, weft_unavailable);
 	else
 		snprintf(weft_desc, sizeof weft_desc,
-			 "weft %s, %d workers, workers pinned to CPUs: %s, sched=%d (0 default, "
-			 "1 steal, 2 share), idle_spin_ns=%ld (0: built-in)",
-			 WEFT_VERSION_STRING, nworkers, pin == 1 ? "yes" : "no", cfg.sched,
-			 cfg.idle_spin_ns);
+			 "weft %s, %d workers, workers pinned to CPUs: %s, sched=%s, "
+			 "idle_spin_ns=%ld (0: built-in)",
+			 WEFT_VERSION_STRING, nworkers, pin == 1 ? "yes" : "no",
+			 cfg.scheds ? cfg.scheds : "steal", cfg.idle_spin_ns);
 	snprintf(place, sizeof place,
 		 "pthread yield and same-core futex rows: both threads pinned to CPU %d; "
 		 "two-core futex: CPUs %d and %d; other pthread rows unpinned. weft "

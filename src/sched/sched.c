@@ -13,9 +13,9 @@
  * Alternatives rejected
  *   Switching through the loop on every hand-off (QuickThreads' and seed
  *   000's structure) costs two switches per yield; the direct switch below
- *   costs one. A FIFO run queue per worker (Go's) made fork-join programs run
- *   breadth-first: fib(25) kept ~10^5 stacks alive and paid a page fault for
- *   each (2.5 us per ULT); the LIFO deque keeps it depth-first (~0.15 us).
+ *   costs one (an installed scheduler's yield still takes the loop's way,
+ *   see wf_yield_to_next). Why the default run queue is a LIFO deque is in
+ *   steal.c.
  *
  * Switching
  *   A ULT that stops running (yield, park, join, exit) switches *directly*
@@ -46,24 +46,25 @@
  *   RUNNABLE -> RUNNING. Every other state move is checked too (WF_ULT_MOVE,
  *   ult.h).
  *
- * Run queues (runq.c)
- *   steal (default): a Chase-Lev deque per worker - the owner pushes and
- *   pops at the bottom (LIFO), idle workers steal the oldest entry from the
- *   top, starting at a random victim; deque overflow, ULTs made runnable by
- *   foreign threads, and yielding ULTs go to the global FIFO, which workers
- *   check every 61 decisions and whenever their own queues are empty.
- *   share: one central FIFO that all workers take from (seed 000's
- *   work-sharing design).
- *   Bound ULTs (weft_attr_setworker) never enter a stealable queue: their
- *   own worker keeps them in `local` (queued by itself, no atomics) or they
- *   arrive in its `inbox` (queued by others, spinlock).
+ * Schedulers (policy.c)
+ *   Which ready ULT a worker runs next is its scheduler's decision: a table
+ *   of operations over a per-worker state (include/weft/sched.h), steal
+ *   (steal.c) by default, share (share.c), or one the program installs.
+ *   The core calls put when a ULT becomes ready on this worker and get at
+ *   every decision, always on the owning worker; the built-in steal is
+ *   called directly, any other through the table (policy.h). ULTs made
+ *   ready for w by another kernel thread wait in w's inbox (bound to w) or
+ *   the global queue (made ready by a foreign thread, for any worker) until
+ *   w's next decision puts them (take_mail). An idle worker asks the
+ *   workers running the same table for work (give).
  *
- *   A new ULT goes to its creator's worker (bottom of the deque, so a
- *   create+join runs the child next); a woken ULT goes to the waker's
- *   worker. If a worker is asleep and none is spinning, one is woken to
- *   steal (wf_wake_one_idle); a spinning worker that finds work wakes
- *   another if it was the last spinner and more work is queued
- *   (stop_spinning), so a burst spreads over every worker.
+ *   A new ULT goes to its creator's worker (steal: the bottom of the
+ *   deque, so a create+join runs the child next); a woken ULT goes to the
+ *   waker's worker. If put says another worker could take it, and a worker
+ *   of that scheduler is asleep and none is spinning, one is woken
+ *   (wf_wake_one_idle); a spinning worker that finds work wakes another if
+ *   it was the last spinner and more work is queued (stop_spinning), so a
+ *   burst spreads over every worker.
  *
  * Idle workers (worker.c has the wake side)
  *   The loop spins looking for work (own queues, global queue, stealing) for

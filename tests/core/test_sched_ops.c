@@ -314,32 +314,88 @@ static void test_no_stealing_across_schedulers(void **state)
 
 /* ---- installs while ULTs run -------------------------------------------- */
 
-static int lottery_like_put(void *state, weft_sched_node_t *n, int why)
+/* A second user scheduler, with give: a FIFO per worker under a lock,
+ * from whose head idle workers running it take unbound ULTs. It exercises
+ * the thieves' side of an install (policy.c). */
+typedef struct {
+	atomic_flag lock;
+	atomic_int n;
+	weft_sched_node_t *head, *tail;
+} locked_fifo_t;
+
+static void lf_lock(locked_fifo_t *f)
 {
-	/* A LIFO: the opposite order to fifo_ops. */
-	(void)why;
-	weft_sched_node_t **head = state;
-	n->next = *head;
-	*head = n;
-	return 0;
+	while (atomic_flag_test_and_set_explicit(&f->lock, memory_order_acquire))
+		;
 }
 
-static weft_sched_node_t *lottery_like_get(void *state)
+static void lf_unlock(locked_fifo_t *f)
 {
-	weft_sched_node_t **head = state;
-	weft_sched_node_t *n = *head;
-	if (n)
-		*head = n->next;
+	atomic_flag_clear_explicit(&f->lock, memory_order_release);
+}
+
+static atomic_long lf_given;
+
+static int lf_put(void *state, weft_sched_node_t *n, int why)
+{
+	(void)why;
+	locked_fifo_t *f = state;
+	lf_lock(f);
+	n->next = NULL;
+	if (f->tail)
+		f->tail->next = n;
+	else
+		f->head = n;
+	f->tail = n;
+	atomic_fetch_add_explicit(&f->n, 1, memory_order_relaxed);
+	lf_unlock(f);
+	return weft_sched_node_worker(n) < 0;
+}
+
+static weft_sched_node_t *lf_take(locked_fifo_t *f, int unbound_only)
+{
+	lf_lock(f);
+	weft_sched_node_t *n = f->head;
+	if (n && unbound_only && weft_sched_node_worker(n) >= 0)
+		n = NULL;
+	if (n) {
+		if (!(f->head = n->next))
+			f->tail = NULL;
+		atomic_fetch_sub_explicit(&f->n, 1, memory_order_relaxed);
+	}
+	lf_unlock(f);
 	return n;
 }
 
-static const weft_sched_ops_t lifo_ops = {
+static weft_sched_node_t *lf_get(void *state)
+{
+	return lf_take(state, 0);
+}
+
+static weft_sched_node_t *lf_give(void *victim, void *thief)
+{
+	(void)thief;
+	weft_sched_node_t *n = lf_take(victim, 1);
+	if (n)
+		atomic_fetch_add(&lf_given, 1);
+	return n;
+}
+
+static int lf_empty(const void *state)
+{
+	const locked_fifo_t *f = state;
+	return atomic_load_explicit(&f->n, memory_order_relaxed) == 0;
+}
+
+static const weft_sched_ops_t locked_fifo_ops = {
 	.abi = WEFT_SCHED_ABI,
 	.size = sizeof(weft_sched_ops_t),
-	.name = "test_lifo",
-	.state_size = sizeof(weft_sched_node_t *),
-	.put = lottery_like_put,
-	.get = lottery_like_get,
+	.name = "test_locked",
+	.state_size = sizeof(locked_fifo_t),
+	.put = lf_put,
+	.get = lf_get,
+	.empty = lf_empty,
+	.give = lf_give,
 };
 
 enum { LIVE = 10000, SWAPS = 100 };
@@ -347,38 +403,34 @@ static atomic_int stop, done;
 static weft_mutex_t swap_mu = WEFT_MUTEX_INITIALIZER;
 static long shared_count;
 
+/* 10,000 ULTs: one in 50 yields in a loop (always ready), the others sleep,
+ * take a lock or hold it across a yield (others park on it), then sleep;
+ * so every install finds ULTs queued, parked, sleeping and running. */
 static void *churn(void *arg)
 {
 	long i = (long)(intptr_t)arg;
 	while (!atomic_load(&stop)) {
-		switch (i % 4) {
-		case 0:
+		if (i % 50 == 0) {
 			weft_yield();
-			break;
-		case 1:
-			weft_mutex_lock(&swap_mu);
-			shared_count++;
-			weft_mutex_unlock(&swap_mu);
-			break;
-		case 2:
-			weft_sleep_ns(100000);
-			break;
-		default:
-			/* Hold the lock across a switch: others park on it. */
-			weft_mutex_lock(&swap_mu);
-			weft_yield();
-			shared_count++;
-			weft_mutex_unlock(&swap_mu);
-			break;
+			continue;
 		}
-		if (i % 4 == 1)
+		if (i % 64 == 3) {
+			weft_mutex_lock(&swap_mu);
 			weft_yield();
+			shared_count++;
+			weft_mutex_unlock(&swap_mu);
+		} else if (i % 2) {
+			weft_mutex_lock(&swap_mu);
+			shared_count++;
+			weft_mutex_unlock(&swap_mu);
+		}
+		weft_sleep_ns(50000000 + (uint64_t)(i % 7) * 5000000); /* 50-80 ms */
 	}
 	atomic_fetch_add(&done, 1);
 	return NULL;
 }
 
-static const weft_sched_ops_t *const rotation[] = {&fifo_ops, &weft_sched_share, &lifo_ops,
+static const weft_sched_ops_t *const rotation[] = {&fifo_ops, &weft_sched_share, &locked_fifo_ops,
 						   &weft_sched_steal};
 
 static void *foreign_installer(void *arg)
