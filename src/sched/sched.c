@@ -155,9 +155,10 @@ long wf_live(void)
 	return n;
 }
 
-/* Hand what other kernel threads queued for w (its inbox; the global
- * queue: one ULT, or all of it when `all`) to w's scheduler. */
-static void take_mail(wf_worker_t *w, int all)
+/* Hand what other kernel threads queued for w - all of its inbox, and one
+ * ULT of the global queue (the other workers take their share) - to w's
+ * scheduler. Called only by w's owner. */
+static void take_mail(wf_worker_t *w)
 {
 	wf_ult_t *u = wf_mpfifo_take_all(&w->inbox);
 	while (u) {
@@ -165,11 +166,8 @@ static void take_mail(wf_worker_t *w, int all)
 		enqueue(w, u, u->why);
 		u = next;
 	}
-	while ((u = wf_mpfifo_get(&wf_rt.global))) {
+	if ((u = wf_mpfifo_get(&wf_rt.global)))
 		enqueue(w, u, u->why);
-		if (!all)
-			break;
-	}
 }
 
 /* The next ready ULT for w without waiting or stealing; NULL if none.
@@ -186,12 +184,12 @@ static wf_ult_t *pick_next(wf_worker_t *w)
 	}
 	if (unlikely(!wf_mpfifo_empty(&w->inbox)) ||
 	    (tick % 61 == 0 && unlikely(!wf_mpfifo_empty(&wf_rt.global))))
-		take_mail(w, 0);
+		take_mail(w);
 	wf_ult_t *u = wf_policy_get(w);
 	if (unlikely(!u)) {
 		if (wf_mpfifo_empty(&wf_rt.global))
 			return NULL;
-		take_mail(w, 0);
+		take_mail(w);
 		if (!(u = wf_policy_get(w)))
 			return NULL;
 	}

@@ -1562,6 +1562,9 @@ static void exit_with_ult_parked(void *arg)
 	struct parker p = {0};
 	spawn_named("parked", 1, park_until_done, &p);
 	wait_parked(1, before);
+	/* The park is counted before its switch is traced: a ULT that runs on
+	 * worker 1 after it proves the switch (and its stop row) happened. */
+	wt_join(spawn_named("after", 1, return_arg, NULL));
 	exit(0);
 }
 
