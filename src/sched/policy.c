@@ -217,18 +217,9 @@ static int swap(wf_worker_t *w, wf_sched_block_t *b, void *arg)
 	 * a queue (the same table installed again), and putting back while
 	 * getting would never end. */
 	wf_fifo_t moving = {NULL, NULL};
-	for (;;) {
-		wf_ult_t *u;
-		if (old->ops == &weft_sched_steal) {
-			u = wf_steal_get(old->state);
-		} else {
-			weft_sched_node_t *n = old->ops->get(old->state);
-			u = n ? wf_ult_of_node(n) : NULL;
-		}
-		if (!u)
-			break;
-		wf_fifo_push(&moving, u);
-	}
+	weft_sched_node_t *n;
+	while ((n = old->ops->get(old->state))) /* a cold path: through the table */
+		wf_fifo_push(&moving, wf_ult_of_node(n));
 	wf_ult_t *u;
 	while ((u = wf_fifo_pop(&moving)))
 		wf_sched_requeue(w, u, WEFT_SCHED_MIGRATED);

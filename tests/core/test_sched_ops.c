@@ -168,6 +168,12 @@ static void test_install_rejects_bad_input(void **state)
 	WT_OK(weft_shutdown());
 }
 
+static void *foreign_sethint(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)weft_sched_sethint(WEFT_NULL, 1);
+}
+
 static void test_hint_round_trip(void **state)
 {
 	wt_init(1);
@@ -180,6 +186,10 @@ static void test_hint_round_trip(void **state)
 	WT_ERR(weft_sched_gethint(WEFT_NULL, NULL), EINVAL);
 	WT_ERR(weft_sched_sethint((weft_t)1 << 60, 1), ESRCH);
 	WT_ERR(weft_sched_gethint((weft_t)1 << 60, &h), ESRCH);
+	/* A foreign thread has no hint of its own. */
+	struct wt_pthread fp;
+	wt_pthread_start(&fp, foreign_sethint, NULL);
+	WT_EQ((intptr_t)wt_pthread_join(&fp), EINVAL);
 	WT_OK(weft_shutdown());
 }
 
