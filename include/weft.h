@@ -53,6 +53,7 @@ enum weft_sched_kind {
 	WEFT_SCHED_DEFAULT = 0, /* WEFT_SCHED, else steal */
 	WEFT_SCHED_STEAL = 1,   /* per-worker run queues, randomized work stealing */
 	WEFT_SCHED_SHARE = 2,   /* one central FIFO ready queue */
+	WEFT_SCHED_PRIO = 3,    /* POSIX priorities (weft/sched.h) */
 };
 
 enum weft_context_kind {
@@ -125,7 +126,7 @@ typedef struct weft_attr {
 	size_t stacksize_;
 	void *stackaddr_;
 	char name_[WEFT_NAME_MAX];
-	int sched_policy_, sched_prio_; /* private: the POSIX layer's, stored only */
+	int sched_policy_, sched_prio_; /* private: weft_attr_setschedparam's; -1: inherit */
 	uint64_t sigmask_;              /* private: the POSIX layer's signal mask */
 	size_t guardsize_;              /* private: the POSIX layer's guard size */
 } weft_attr_t;

@@ -56,10 +56,27 @@ typedef struct weft_sched_node {
 
 /* Why a ULT is handed to put. */
 enum weft_sched_why {
-	WEFT_SCHED_NEW = 0,  /* just created */
-	WEFT_SCHED_WOKEN,    /* it waited (a lock, a sleep, a join, weft_park) and may run now */
-	WEFT_SCHED_YIELDED,  /* it ran and gave the worker up (weft_yield, sched_yield) */
-	WEFT_SCHED_MIGRATED, /* it was queued under another scheduler, replaced on this worker */
+	WEFT_SCHED_NEW = 0,   /* just created */
+	WEFT_SCHED_WOKEN,     /* it waited (a lock, a sleep, a join, weft_park) and may run now */
+	WEFT_SCHED_YIELDED,   /* it ran and gave the worker up (weft_yield, sched_yield) */
+	WEFT_SCHED_MIGRATED,  /* it was queued under another scheduler, replaced on this worker */
+	WEFT_SCHED_PREEMPTED, /* it was running and gave way because put asked for it
+	                         (WEFT_SCHED_PUT_RESCHED): POSIX puts it at the head of
+	                         its priority */
+};
+
+/* What put returns, or'ed together (0: neither). */
+enum weft_sched_put_result {
+	/* Another worker may run the ULT (through give, or a queue the
+	 * scheduler shares between its workers): the runtime wakes an idle
+	 * worker running this scheduler to come and take it. */
+	WEFT_SCHED_PUT_SHARED = 1,
+	/* The ULT running on this worker should give way to the one just put
+	 * (it outranks it): the runtime makes it yield at its next scheduling
+	 * point that does not block - the wake, create or priority change that
+	 * made the other ready - and puts it back as WEFT_SCHED_PREEMPTED.
+	 * weft does not interrupt a ULT that makes no such call. */
+	WEFT_SCHED_PUT_RESCHED = 2,
 };
 
 typedef struct weft_sched_ops {
@@ -77,10 +94,9 @@ typedef struct weft_sched_ops {
 	 * returned NULL). */
 	void (*fini)(void *state);
 
-	/* Required. Queue a ready ULT. Returns nonzero if another worker may
-	 * run it (through give, or a queue the scheduler shares between its
-	 * workers): the runtime then wakes an idle worker running this
-	 * scheduler to come and take it. */
+	/* Required. Queue a ready ULT. Returns 0 or WEFT_SCHED_PUT_* bits:
+	 * SHARED if another worker may run it, RESCHED if the ULT running on
+	 * this worker should give way to it. */
 	int (*put)(void *state, weft_sched_node_t *n, int why);
 	/* Required. Take the ULT this worker runs next, or NULL if none. */
 	weft_sched_node_t *(*get)(void *state);
@@ -101,9 +117,41 @@ typedef struct weft_sched_ops {
 /* The built-in schedulers.
  *   steal: per-worker LIFO deques, idle workers steal the oldest entry;
  *          yields go to a FIFO the steal workers share. The default.
- *   share: one central FIFO that every worker running it takes from. */
+ *   share: one central FIFO that every worker running it takes from.
+ *   prio:  POSIX priorities: the highest-ranked ready ULT first (SCHED_FIFO
+ *          and SCHED_RR priorities 1-99 above SCHED_OTHER), FIFO within a
+ *          priority, RR time slices; one ready queue for all the workers
+ *          running it, so none starts a ULT while a higher one waits. */
 WEFT_API extern const weft_sched_ops_t weft_sched_steal;
 WEFT_API extern const weft_sched_ops_t weft_sched_share;
+WEFT_API extern const weft_sched_ops_t weft_sched_prio;
+
+/* The time slice of SCHED_RR ULTs under prio, in nanoseconds (what
+ * sched_rr_get_interval reports for a ULT). */
+#define WEFT_SCHED_RR_SLICE_NS 100000000ull
+
+/* POSIX scheduling parameters of ULT t (WEFT_NULL: the caller): a policy
+ * (SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE from
+ * <sched.h>) and a priority in sched_get_priority_min(policy) ..
+ * sched_get_priority_max(policy) - 1..99 for FIFO and RR, 0 otherwise.
+ * Workers running prio order ULTs by them; every wait queue (mutexes,
+ * condition variables, rwlocks, semaphores, barriers) wakes the
+ * highest-priority waiter first whatever the scheduler; other schedulers
+ * store them (and may read them: weft_sched_node_prio). A ULT created
+ * without explicit parameters (weft_attr_setschedparam) inherits its
+ * creator's. A ULT that lowers its own priority, or raises another above
+ * its own, on a worker running prio, yields to the ULTs that now outrank
+ * it (going to the tail of its new priority, as POSIX says).
+ * EINVAL: bad policy or priority, or a foreign thread asks for itself;
+ * ESRCH: no such ULT. */
+WEFT_API int weft_setschedparam(weft_t t, int policy, int prio);
+WEFT_API int weft_getschedparam(weft_t t, int *policy, int *prio);
+/* Give a ULT made with attribute a explicit scheduling parameters instead
+ * of its creator's. EINVAL as weft_setschedparam. */
+WEFT_API int weft_attr_setschedparam(weft_attr_t *a, int policy, int prio);
+/* The parameters a holds: EINVAL if it has none of its own (the ULT would
+ * inherit its creator's). */
+WEFT_API int weft_attr_getschedparam(const weft_attr_t *a, int *policy, int *prio);
 
 /* Make a scheduler known by its name, for WEFT_SCHED and weft_sched_find.
  * The table must stay valid until the process ends. EINVAL (bad table),
@@ -142,6 +190,11 @@ WEFT_API uint64_t weft_sched_node_hint(const weft_sched_node_t *n);
  * must not let another worker take a bound ULT (through give or a shared
  * queue); if one does anyway, the runtime sends the ULT to its worker. */
 WEFT_API int weft_sched_node_worker(const weft_sched_node_t *n);
+/* Its effective priority rank, 0-99: its POSIX priority under SCHED_FIFO
+ * and SCHED_RR, 0 under the others, raised while it holds a
+ * priority-inheriting or -protecting mutex; and its policy in *policy
+ * (if policy is not NULL). */
+WEFT_API int weft_sched_node_prio(const weft_sched_node_t *n, int *policy);
 
 #ifdef __cplusplus
 }

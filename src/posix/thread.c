@@ -98,8 +98,8 @@ WF_PX_API int WF_PX(pthread_attr_setdetachstate)(pthread_attr_t *a, int v)
 	return 0;
 }
 
-/* Accepted and stored; weft has no priority scheduler yet (see
- * docs/posix-coverage.md). */
+/* Scheduling attributes order ULTs on workers that run the prio
+ * scheduler, and order every wait queue (docs/scheduling.md). */
 WF_PX_API int WF_PX(pthread_attr_setinheritsched)(pthread_attr_t *a, int v)
 {
 	wf_px_attr_t *x = attr_of(a);
@@ -122,10 +122,7 @@ WF_PX_API int WF_PX(pthread_attr_setscope)(pthread_attr_t *a, int v)
 
 static int valid_sched(int policy, int prio)
 {
-	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
-	    policy != SCHED_BATCH && policy != SCHED_IDLE)
-		return 0;
-	return prio >= sched_get_priority_min(policy) && prio <= sched_get_priority_max(policy);
+	return wf_prio_check(policy, prio) == 0;
 }
 
 WF_PX_API int WF_PX(pthread_attr_setschedpolicy)(pthread_attr_t *a, int policy)
@@ -216,11 +213,13 @@ static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 	/* Scheduling parameters: explicit ones from x, else the creator's. */
 	wf_worker_t *me = wf_worker_self();
 	if (x && x->inherit == PTHREAD_EXPLICIT_SCHED) {
-		w->sched_policy_ = x->policy;
-		w->sched_prio_ = x->prio;
+		/* A policy set without a priority valid for it (FIFO with the
+		 * default 0): EINVAL, as glibc's pthread_create. */
+		if ((e = weft_attr_setschedparam(w, x->policy, x->prio)) != 0)
+			return e;
 	} else if (me && me->current) {
-		w->sched_policy_ = me->current->px_policy;
-		w->sched_prio_ = me->current->px_prio;
+		w->sched_policy_ = me->current->sched_policy;
+		w->sched_prio_ = me->current->sched_prio;
 	}
 	if (x && x->has_sigmask)
 		w->sigmask_ = x->sigmask;
@@ -424,8 +423,8 @@ WF_PX_API int WF_PX(pthread_yield)(void)
 }
 #endif
 
-/* Scheduling parameters are stored and returned; weft has no priority
- * scheduler yet, so they change nothing (docs/posix-coverage.md). */
+/* Scheduling parameters order ULTs on workers that run prio and order
+ * every wait queue (src/sched/prio.c, docs/scheduling.md). */
 WF_PX_API int WF_PX(pthread_setschedparam)(pthread_t t, int policy, const struct sched_param *p)
 {
 	if (!p || !valid_sched(policy, p->sched_priority))
@@ -435,8 +434,7 @@ WF_PX_API int WF_PX(pthread_setschedparam)(pthread_t t, int policy, const struct
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
-	u->px_policy = policy;
-	u->px_prio = p->sched_priority;
+	wf_setsched(u, policy, p->sched_priority);
 	return 0;
 }
 
@@ -449,8 +447,8 @@ WF_PX_API int WF_PX(pthread_getschedparam)(pthread_t t, int *policy, struct sche
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
-	*policy = u->px_policy;
-	p->sched_priority = u->px_prio;
+	*policy = u->sched_policy;
+	p->sched_priority = u->sched_prio;
 	return 0;
 }
 
@@ -459,9 +457,9 @@ WF_PX_API int WF_PX(pthread_setschedprio)(pthread_t t, int prio)
 	wf_ult_t *u = ult_of(t);
 	if (!u)
 		return ESRCH;
-	if (!valid_sched(u->px_policy, prio))
+	if (!valid_sched(u->sched_policy, prio))
 		return EINVAL;
-	u->px_prio = prio;
+	wf_setsched(u, u->sched_policy, prio);
 	return 0;
 }
 
@@ -484,8 +482,8 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 	x->guardsize = u->stack.kind == WF_STACK_GUARDED
 			       ? (size_t)((char *)u->stack.lo - (char *)u->stack.map_base)
 			       : 0;
-	x->policy = u->px_policy;
-	x->prio = u->px_prio;
+	x->policy = u->sched_policy;
+	x->prio = u->sched_prio;
 	if (u->stack.kind == WF_STACK_THREAD) {
 		/* The root ULT runs on its kernel thread's own stack. */
 		pthread_attr_t k;

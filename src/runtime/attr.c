@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
+#include "sched/prio.h"
 
 #define CHECK(a)                                          \
 	do {                                              \
@@ -16,6 +17,7 @@ int weft_attr_init(weft_attr_t *a)
 	memset(a, 0, sizeof *a);
 	a->magic_ = WF_ATTR_MAGIC;
 	a->worker_ = -1;
+	a->sched_policy_ = -1; /* inherit the creator's */
 	return 0;
 }
 
@@ -101,5 +103,26 @@ int weft_attr_getworker(const weft_attr_t *a, int *worker)
 	if (!worker)
 		return EINVAL;
 	*worker = a->worker_;
+	return 0;
+}
+
+int weft_attr_setschedparam(weft_attr_t *a, int policy, int prio)
+{
+	CHECK(a);
+	int e = wf_prio_check(policy, prio);
+	if (e)
+		return e;
+	a->sched_policy_ = policy;
+	a->sched_prio_ = prio;
+	return 0;
+}
+
+int weft_attr_getschedparam(const weft_attr_t *a, int *policy, int *prio)
+{
+	CHECK(a);
+	if (!policy || !prio || a->sched_policy_ < 0)
+		return EINVAL;
+	*policy = a->sched_policy_;
+	*prio = a->sched_prio_;
 	return 0;
 }

@@ -173,13 +173,15 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		}
 	}
 
-	if (c.sched < 0 || c.sched > WEFT_SCHED_SHARE)
+	if (c.sched < 0 || c.sched > WEFT_SCHED_PRIO)
 		return EINVAL;
 	if (!c.scheds) {
 		if (c.sched == WEFT_SCHED_STEAL)
 			c.scheds = "steal";
 		else if (c.sched == WEFT_SCHED_SHARE)
 			c.scheds = "share";
+		else if (c.sched == WEFT_SCHED_PRIO)
+			c.scheds = "prio";
 		else if (!(c.scheds = env("WEFT_SCHED")))
 			c.scheds = "steal";
 	}
@@ -187,6 +189,7 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		return EINVAL;
 	c.sched = strcmp(c.scheds, "steal") == 0   ? WEFT_SCHED_STEAL
 		  : strcmp(c.scheds, "share") == 0 ? WEFT_SCHED_SHARE
+		  : strcmp(c.scheds, "prio") == 0  ? WEFT_SCHED_PRIO
 						   : WEFT_SCHED_DEFAULT;
 
 	if (c.context < 0 || c.context > WEFT_CONTEXT_UCONTEXT)

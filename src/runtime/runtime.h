@@ -7,6 +7,7 @@
 #include <weft.h>
 
 #include "sched/policy.h"
+#include "sched/prio.h"
 #include "sync/wait.h"
 
 #define WF_ATTR_MAGIC  0x77656674u /* "weft" */
@@ -33,5 +34,8 @@ static inline int wf_ensure_runtime(void)
 WF_HIDDEN int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
 WF_HIDDEN int wf_join_id(weft_t t, void **ret);
 WF_HIDDEN int wf_detach_id(weft_t t);
+/* Set u's scheduling parameters (checked: wf_prio_check) and let the
+ * caller give way to the ULTs that now outrank it. */
+WF_HIDDEN void wf_setsched(wf_ult_t *u, int policy, int prio);
 
 #endif

@@ -1,6 +1,7 @@
 /* The scheduler API (include/weft/sched.h): checks arguments and starts the
  * runtime; the mechanism is in src/sched/policy.c. */
 #include "runtime/runtime.h"
+#include "sched/prio.h"
 
 int weft_sched_register(const weft_sched_ops_t *ops)
 {
@@ -93,4 +94,47 @@ uint64_t weft_sched_node_hint(const weft_sched_node_t *n)
 int weft_sched_node_worker(const weft_sched_node_t *n)
 {
 	return wf_ult_of_node(n)->bound_worker;
+}
+
+int weft_sched_node_prio(const weft_sched_node_t *n, int *policy)
+{
+	const wf_ult_t *u = wf_ult_of_node(n);
+	if (policy)
+		*policy = u->sched_policy;
+	return __atomic_load_n(&u->rank, __ATOMIC_RELAXED);
+}
+
+/* ---- POSIX scheduling parameters (src/sched/prio.c) -------------------------- */
+
+int weft_setschedparam(weft_t t, int policy, int prio)
+{
+	int e = wf_prio_check(policy, prio);
+	if (e)
+		return e;
+	wf_ult_t *u = hint_target(t, &e);
+	if (!u)
+		return e;
+	wf_setsched(u, policy, prio);
+	return 0;
+}
+
+void wf_setsched(wf_ult_t *u, int policy, int prio)
+{
+	if (wf_prio_set(u, policy, prio))
+		wf_yield(); /* to the tail of its new priority, behind those that now outrank it */
+	else
+		wf_resched_point();
+}
+
+int weft_getschedparam(weft_t t, int *policy, int *prio)
+{
+	if (!policy || !prio)
+		return EINVAL;
+	int e;
+	wf_ult_t *u = hint_target(t, &e);
+	if (u) {
+		*policy = u->sched_policy;
+		*prio = u->sched_prio;
+	}
+	return e;
 }

@@ -107,6 +107,7 @@ int weft_unpark(weft_t t)
 	if (!u)
 		return ESRCH;
 	wf_unpark(&u->parker);
+	wf_resched_point();
 	return 0;
 }
 

@@ -99,6 +99,8 @@ const weft_sched_ops_t *wf_sched_find(const char *name)
 		return &weft_sched_steal;
 	if (strcmp(name, weft_sched_share.name) == 0)
 		return &weft_sched_share;
+	if (strcmp(name, weft_sched_prio.name) == 0)
+		return &weft_sched_prio;
 	int n = atomic_load_explicit(&nregistered, memory_order_acquire);
 	for (int i = 0; i < n; i++)
 		if (strcmp(name, registered[i]->name) == 0)

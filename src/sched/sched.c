@@ -81,6 +81,7 @@
 #include "sched/cpuclock.h"
 #include "sched/join.h"
 #include "sched/policy.h"
+#include "sched/prio.h"
 #include "trace/trace.h"
 #include "util/fence.h"
 #include "util/sys.h"
@@ -118,8 +119,14 @@ static inline void enqueue(wf_worker_t *w, wf_ult_t *u, int why)
 		u->why = why;
 		wf_mpfifo_put(&wf_rt.global, u);
 		wf_wake_one_idle(NULL);
-	} else if (wf_policy_put(w, u, why)) {
-		wf_wake_one_idle(w->sched_ops);
+	} else {
+		int r = wf_policy_put(w, u, why);
+		if (r) {
+			if (r & WEFT_SCHED_PUT_SHARED)
+				wf_wake_one_idle(w->sched_ops);
+			if (r & WEFT_SCHED_PUT_RESCHED)
+				w->resched = 1;
+		}
 	}
 }
 
@@ -135,12 +142,12 @@ void wf_make_runnable(wf_worker_t *w, wf_ult_t *u)
 	enqueue(w, u, why);
 }
 
-/* Queue a ULT that yielded (or, from wf_park_to, one handed over that
- * must wait its turn): its scheduler puts it behind everything ready. */
-static void requeue_yielded(wf_worker_t *w, wf_ult_t *u)
+/* Queue a ULT that yielded or was preempted (why), or, from wf_park_to,
+ * one handed over that must wait its turn. */
+static void requeue_running(wf_worker_t *w, wf_ult_t *u, int why)
 {
 	WF_ULT_MOVE(u, WF_PARKED, WF_RUNNING, WF_RUNNABLE);
-	enqueue(w, u, WEFT_SCHED_YIELDED);
+	enqueue(w, u, why);
 }
 
 long wf_live(void)
@@ -252,7 +259,10 @@ void wf_after_switch(wf_worker_t *w)
 	case WF_AFTER_NONE:
 		break;
 	case WF_AFTER_REQUEUE:
-		requeue_yielded(w, p);
+		requeue_running(w, p, WEFT_SCHED_YIELDED);
+		break;
+	case WF_AFTER_PREEMPT:
+		requeue_running(w, p, WEFT_SCHED_PREEMPTED);
 		break;
 	case WF_AFTER_PARK: {
 		wf_parker_t *pk = w->prev_parker;
@@ -305,6 +315,7 @@ static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t 
 	/* current and last_worker are read by other kernel threads too (a
 	 * ULT's CPU time, cpuclock.c): relaxed atomic stores. */
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
+	w->resched = 0; /* a decision was made */
 	WF_OWNER_ADD(&w->n_switches, 1);
 	if (!next)
 		return &w->loop_ctx;
@@ -334,8 +345,18 @@ wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
 	return switch_away(w, self, action, pick_next(w));
 }
 
+/* Do w's scheduler's choices allow running a ULT made ready without asking
+ * it (a hand-off, a yield to the first ready ULT)? Under steal and share,
+ * whose order would choose it anyway or which trade a little fairness for
+ * a switch; any other scheduler (a priority, a lottery) chooses itself. */
+static inline int sched_direct(const wf_worker_t *w)
+{
+	return likely(w->sched_ops == &weft_sched_steal) || w->sched_ops == &weft_sched_share;
+}
+
 /* Park self (on its parker `mine`) and run next in its place: a directed
- * hand-off without the run-queue round trip. The caller owns next (it won
+ * hand-off without the run-queue round trip. Under a scheduler that
+ * chooses itself (sched_direct), next is put and the scheduler decides. The caller owns next (it won
  * next's parker PARKED -> EMPTY, so next is off its stack and in no queue).
  *
  * Once in 16 decisions self blocks through the queues instead, so that two
@@ -350,10 +371,10 @@ wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)
 wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ult_t *next)
 {
 	w->prev_parker = mine;
-	if (unlikely((w->tick & 15) == 15) ||
+	if (unlikely((w->tick & 15) == 15) || unlikely(!sched_direct(w)) ||
 	    (next->bound_worker >= 0 && next->bound_worker != w->id)) {
 		WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
-		if (next->bound_worker >= 0 && next->bound_worker != w->id)
+		if (!sched_direct(w) || (next->bound_worker >= 0 && next->bound_worker != w->id))
 			enqueue(w, next, WEFT_SCHED_WOKEN);
 		else
 			wf_policy_put(w, next, WEFT_SCHED_YIELDED); /* no wake: we decide next */
@@ -373,10 +394,17 @@ wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ul
  * choose the first other ready ULT, so they switch to it directly: one. */
 wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
 {
-	if (unlikely(w->sched_ops != &weft_sched_steal && w->sched_ops != &weft_sched_share))
+	if (unlikely(!sched_direct(w)))
 		return switch_away(w, self, WF_AFTER_REQUEUE, NULL);
 	wf_ult_t *next = pick_next(w);
 	return next ? switch_away(w, self, WF_AFTER_REQUEUE, next) : w;
+}
+
+void wf_resched_point(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (w && w->current && unlikely(w->resched))
+		switch_away(w, w->current, WF_AFTER_PREEMPT, NULL);
 }
 
 void wf_yield(void)
@@ -398,6 +426,10 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 		if (WF_TRACING())
 			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
 		WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
+		if (unlikely(!sched_direct(w))) {
+			enqueue(w, next, WEFT_SCHED_WOKEN); /* its scheduler chooses */
+			next = pick_next(w);
+		}
 	} else {
 		next = pick_next(w);
 	}

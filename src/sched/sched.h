@@ -23,7 +23,15 @@
 
 /* What the next context must do with the ULT that just switched away
  * (wf_worker.prev). Done after the switch, once nobody runs on its stack. */
-enum wf_after { WF_AFTER_NONE = 0, WF_AFTER_REQUEUE, WF_AFTER_PARK, WF_AFTER_JOIN, WF_AFTER_EXIT };
+enum wf_after {
+	WF_AFTER_NONE = 0,
+	WF_AFTER_REQUEUE, /* it yielded */
+	WF_AFTER_PARK,
+	WF_AFTER_JOIN,
+	WF_AFTER_EXIT,
+	WF_AFTER_PREEMPT, /* it gave way to a ULT that outranks it (wf_resched_point);
+	                     last: trace files record these numbers */
+};
 
 /* Worker sleep states (wf_worker.sleep_state, a futex word). */
 enum { WF_AWAKE = 0, WF_SLEEPING = 1 };
@@ -81,7 +89,9 @@ typedef struct wf_worker {
 	void *sched_state;                 /* ... and its state */
 	wf_sched_block_t *sched_block;     /* ... in this allocation */
 	uint32_t tick;                     /* scheduling decisions so far (fairness) */
-	uint64_t rng;                      /* victim selection */
+	int resched;      /* since the last decision, the scheduler asked that the running
+	                ULT give way (WEFT_SCHED_PUT_RESCHED; wf_resched_point) */
+	uint64_t rng;     /* victim selection */
 	void *loop_stack; /* worker 0's loop stack mapping (others use their own) */
 	size_t loop_stack_size;
 	void *loop_uc;             /* ucontext storage of loop_ctx */

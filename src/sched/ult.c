@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/prio.h"
 #include "sched/sched.h"
 #include "trace/trace.h"
 
@@ -48,7 +49,8 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->cleanup = NULL;
 	u->tsd = NULL;
 	u->px_unwind = NULL;
-	u->px_policy = u->px_prio = 0;
+	u->sched_policy = SCHED_OTHER;
+	u->sched_prio = u->rank = u->boost = 0;
 	u->px_affinity = -1;
 	atomic_store_explicit(&u->sig_mask, 0, memory_order_relaxed);
 	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
@@ -85,11 +87,22 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 	if (attr) {
 		u->bound_worker = u->px_affinity = attr->worker_;
 		memcpy(u->name, attr->name_, sizeof u->name);
-		u->px_policy = attr->sched_policy_;
-		u->px_prio = attr->sched_prio_;
+		if (attr->sched_policy_ >= 0) {
+			u->sched_policy = attr->sched_policy_;
+			u->sched_prio = attr->sched_prio_;
+			u->rank = wf_prio_rank(u->sched_policy, u->sched_prio);
+		}
 		atomic_store_explicit(&u->sig_mask, attr->sigmask_, memory_order_relaxed);
 		if (attr->detached_)
 			atomic_store_explicit(&u->joiner, WF_JOIN_DETACHED, memory_order_relaxed);
+	}
+	if ((!attr || attr->sched_policy_ < 0) && w && w->current) {
+		/* Scheduling parameters are inherited (PTHREAD_INHERIT_SCHED),
+		 * a boost is not. */
+		wf_ult_t *me = w->current;
+		u->sched_policy = me->sched_policy;
+		u->sched_prio = me->sched_prio;
+		u->rank = wf_prio_rank(u->sched_policy, u->sched_prio);
 	}
 	wf_ctx_make(&u->ctx, s->lo, s->size, s->reserved, ult_entry, u);
 	if ((e = wf_registry_add(w ? &w->slots : NULL, u))) {
@@ -107,6 +120,8 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 	if (WF_TRACING())
 		wf_trace_create(w, u);
 	wf_make_runnable(w, u);
+	if (w && unlikely(w->resched))
+		wf_resched_point(); /* it outranks its creator (prio.c) */
 	return 0;
 }
 

@@ -132,7 +132,15 @@ typedef struct wf_ult {
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */
-	int px_policy, px_prio; /* POSIX scheduling parameters: stored and returned only */
+	/* POSIX scheduling parameters (prio.c): the policy and priority set
+	 * (pthread_setschedparam, weft_setschedparam), and the effective rank
+	 * that schedulers and wait queues order by: the priority under
+	 * SCHED_FIFO/RR, 0 otherwise, raised while it holds a mutex that
+	 * inherits or protects a higher one (boost). Written under
+	 * wf_prio_lock; read without it (a queue that read an old rank puts
+	 * the ULT right at its next reorder, prio.c). */
+	int sched_policy, sched_prio;
+	int rank, boost;
 	int px_affinity; /* the worker an explicit affinity binds it to (pthread_setaffinity_np,
 	                    weft_attr_setworker), inherited by the threads it creates; -1: none */
 	/* POSIX signals per ULT (src/sync/signal.c): bit s-1 for signal s. */

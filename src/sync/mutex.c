@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "sched/prio.h"
 #include "sync/wait.h"
 #include "trace/trace.h"
 #include "util/sys.h"
@@ -251,6 +252,11 @@ static int contend(weft_mutex_t *m, uint64_t deadline)
 	int policy = WF_LOAD_RLX(&m->policy);
 	int spun = 0, polls = 0, budget = 0;
 	uint64_t parks = 0, t0 = WF_TRACING() ? wf_now_ns() : 0;
+	/* A ULT under SCHED_FIFO or SCHED_RR queues at once: the wait queue
+	 * is ordered by priority, a spinner is not (sched/prio.h). */
+	if (policy == WEFT_LOCK_SPIN_PARK || policy == WEFT_LOCK_ADAPTIVE)
+		if (wf_self_rank() > 0)
+			policy = WEFT_LOCK_PARK;
 	if (policy != WEFT_LOCK_PARK) {
 		budget = policy == WEFT_LOCK_SPIN ? INT_MAX : budget_of(m, policy);
 		for (polls = 0; polls < budget; polls++) {

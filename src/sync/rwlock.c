@@ -12,6 +12,13 @@
  *                  waiting readers are woken before a writer.
  *   PREFER_WRITER  a reader also stays out while a writer waits; on release,
  *                  one waiting writer is woken before the readers.
+ * Priorities come first (POSIX, with the Thread Execution Scheduling
+ * option): when a ULT under SCHED_FIFO or SCHED_RR waits, the
+ * highest-priority waiter decides - a writer if one ranks at least as high
+ * as every waiting reader (writers take precedence among equals), else the
+ * readers - and a reader does not enter past a waiting writer that
+ * outranks it. The ranks are read from the wait queues (wf_wait_top_rank),
+ * only when both kinds wait, or a writer waits for an arriving reader.
  * A waiter that gives up (timeout, cancellation - the lock calls are
  * cancellation points, as POSIX allows) passes on a wake it may have
  * consumed, so it cannot strand the others.
@@ -20,6 +27,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "sched/prio.h"
 #include "sync/wait.h"
 #include "trace/trace.h"
 
@@ -83,7 +91,15 @@ static int choose_wake(weft_rwlock_t *l)
 		return WAKE_NONE;
 	int writer_ok = l->readers == 0 && l->wwait;
 	int readers_ok = l->rwait && !(l->pref == WEFT_RWLOCK_PREFER_WRITER && l->wwait);
-	if (writer_ok && (l->pref == WEFT_RWLOCK_PREFER_WRITER || !readers_ok)) {
+	int prefer_writer = l->pref == WEFT_RWLOCK_PREFER_WRITER;
+	if (l->rwait && l->wwait) {
+		int wr = wf_wait_top_rank(&l->wseq), rr = wf_wait_top_rank(&l->rseq);
+		if (wr > 0 || rr > 0) { /* priorities decide */
+			prefer_writer = wr >= rr;
+			readers_ok = !prefer_writer;
+		}
+	}
+	if (writer_ok && (prefer_writer || !readers_ok)) {
 		WF_ADD(&l->wseq, 1);
 		return WAKE_WRITER;
 	}
@@ -102,12 +118,18 @@ static void do_wake(weft_rwlock_t *l, int who)
 		wf_wake(&l->rseq, INT_MAX);
 }
 
-/* May the caller enter now? Called with l->lock held. */
-static int can_enter(const weft_rwlock_t *l, int write)
+/* May the caller, of rank `rank`, enter now? Called with l->lock held. */
+static int can_enter(const weft_rwlock_t *l, int write, int rank)
 {
 	if (write)
 		return !l->writer && l->readers == 0;
-	return !l->writer && !(l->pref == WEFT_RWLOCK_PREFER_WRITER && l->wwait);
+	if (l->writer)
+		return 0;
+	if (!l->wwait)
+		return 1;
+	if (l->pref == WEFT_RWLOCK_PREFER_WRITER)
+		return 0;
+	return wf_wait_top_rank(&l->wseq) <= rank; /* not past a writer that outranks it */
 }
 
 /* Enter (can_enter was true). Called with l->lock held; drops it. */
@@ -132,12 +154,12 @@ static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 	if (!l || (abstime && clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
 		return EINVAL;
 	uint64_t me = wf_self_key(), deadline = 0, t0 = 0;
-	int have_deadline = 0;
+	int have_deadline = 0, rank = wf_self_rank();
 	if (!try)
 		wf_testcancel();
 	wf_word_lock(&l->lock);
 	for (;;) {
-		if (can_enter(l, write)) {
+		if (can_enter(l, write, rank)) {
 			int rc = enter(l, write, me);
 			if (unlikely(t0) && WF_TRACING())
 				wf_trace_lock(l, WF_TRACE_LOCK_RWLOCK, t0);
@@ -171,7 +193,7 @@ static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 		wf_word_lock(&l->lock);
 		(*count)--;
 		if (rc == ETIMEDOUT || rc == ENOMEM || rc == ECANCELED) {
-			if (rc != ECANCELED && can_enter(l, write))
+			if (rc != ECANCELED && can_enter(l, write, rank))
 				return enter(l, write, me); /* free after all: take it */
 			/* Pass on a wake we may have eaten. */
 			int who = choose_wake(l);

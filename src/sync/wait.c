@@ -7,9 +7,12 @@
  * same queues, so wakes cross between them.
  *
  * The table
- *   WF_BUCKETS buckets, each a spinlock and a FIFO (doubly linked) of
- *   waiters; an address hashes to one bucket, which may hold waiters for
- *   other addresses too. The check of *addr and the enqueue happen under the
+ *   WF_BUCKETS buckets, each a spinlock and a doubly linked list of
+ *   waiters, ordered by priority (the waiting ULT's rank, sched/prio.h:
+ *   POSIX wants the highest-priority waiter woken first under SCHED_FIFO
+ *   and SCHED_RR, and Linux's futexes do so too) and FIFO among equals; an
+ *   address hashes to one bucket, which may hold waiters for other
+ *   addresses too. The check of *addr and the enqueue happen under the
  *   bucket lock, and a waker takes the same lock, so a wake that follows a
  *   change of *addr cannot slip between the check and the enqueue.
  *
@@ -46,6 +49,7 @@
 #include <errno.h>
 #include <limits.h>
 
+#include "sched/prio.h"
 #include "sync/wait.h"
 
 #define WF_BUCKET_BITS 10
@@ -60,6 +64,8 @@ typedef struct wf_waiter {
 	int status;                    /* WF_W_*; under the bucket lock */
 	int requeued;                  /* moved by wf_requeue, or woken by one
 	                                  that moved others; under the bucket lock */
+	int rank;                      /* its ULT's priority rank when it began to wait
+	                                  (sched/prio.h); 0 for a foreign thread */
 	wf_parker_t parker;            /* unparked once, by whoever removed it */
 	wf_timer_t timer;              /* armed if a ULT waits with a deadline */
 } wf_waiter_t;
@@ -77,15 +83,25 @@ static inline wf_bucket_t *bucket_of(const void *addr)
 	return &buckets[h >> (64 - WF_BUCKET_BITS)];
 }
 
-static inline void bucket_append(wf_bucket_t *b, wf_waiter_t *me)
+/* Queue me behind every waiter of its rank or higher and ahead of the
+ * lower ones: wakes take the highest-priority waiter first, FIFO among
+ * equals. With every rank 0 (no ULT under SCHED_FIFO or SCHED_RR) this is
+ * an append: one compare. */
+static inline void bucket_insert(wf_bucket_t *b, wf_waiter_t *me)
 {
-	me->next = NULL;
-	me->prev = b->tail;
-	if (b->tail)
-		b->tail->next = me;
+	wf_waiter_t *after = b->tail;
+	while (after && after->rank < me->rank)
+		after = after->prev;
+	me->prev = after;
+	me->next = after ? after->next : b->head;
+	if (me->next)
+		me->next->prev = me;
+	else
+		b->tail = me;
+	if (after)
+		after->next = me;
 	else
 		b->head = me;
-	b->tail = me;
 }
 
 static inline void bucket_remove(wf_bucket_t *b, wf_waiter_t *me)
@@ -202,6 +218,7 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 	atomic_store_explicit(&me.addr, addr, memory_order_relaxed);
 	me.status = WF_W_QUEUED;
 	me.requeued = 0;
+	me.rank = self ? __atomic_load_n(&self->rank, __ATOMIC_RELAXED) : 0;
 	me.chain = NULL;
 	atomic_store_explicit(&me.parker.state, WF_PARK_EMPTY, memory_order_relaxed);
 	me.parker.ult = self;
@@ -224,7 +241,7 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 	else if (deadline && deadline <= wf_now_ns())
 		rc = ETIMEDOUT;
 	else
-		bucket_append(b, &me);
+		bucket_insert(b, &me);
 	wf_spin_unlock(&b->lock);
 	if (cancellable) {
 		if (!rc)
@@ -278,7 +295,23 @@ int wf_wake(const void *addr, int n)
 	}
 	wf_spin_unlock(&b->lock);
 	unpark_chain(chain);
+	if (woken)
+		wf_resched_point(); /* a woken ULT may outrank us (sched/prio.h) */
 	return woken;
+}
+
+int wf_wait_top_rank(const void *addr)
+{
+	wf_bucket_t *b = bucket_of(addr);
+	int rank = -1;
+	wf_spin_lock(&b->lock);
+	for (wf_waiter_t *me = b->head; me; me = me->next)
+		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == addr) {
+			rank = me->rank; /* the list is ordered: the first is the highest */
+			break;
+		}
+	wf_spin_unlock(&b->lock);
+	return rank;
 }
 
 int wf_requeue(const void *from, int nwake, const void *to, int nmove)
@@ -303,7 +336,7 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 			} else {
 				if (bt != bf) {
 					bucket_remove(bf, me);
-					bucket_append(bt, me);
+					bucket_insert(bt, me);
 				}
 				atomic_store_explicit(&me->addr, to, memory_order_release);
 				me->requeued = 1;
@@ -319,6 +352,8 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 		wf_spin_unlock(&second->lock);
 	wf_spin_unlock(&first->lock);
 	unpark_chain(chain);
+	if (woken)
+		wf_resched_point();
 	return woken;
 }
 

@@ -37,11 +37,18 @@ WF_HIDDEN int wf_wait(const void *addr, uint32_t expected, uint64_t deadline_ns,
  * another address, or woke it and moved others (cond.c needs to know). */
 WF_HIDDEN int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline_ns, int flags,
 			       int *requeued);
-/* Wake up to n waiters on addr, oldest first; returns how many. */
+/* Wake up to n waiters on addr, the highest priority first (the waiting
+ * ULT's rank, sched/prio.h), oldest first among equals; returns how many.
+ * If a woken ULT outranks the caller on a worker running prio, the caller
+ * yields to it before returning (wf_resched_point): call it with no
+ * internal lock held. */
 WF_HIDDEN int wf_wake(const void *addr, int n);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
- * oldest first (cond broadcast without a stampede). Returns how many woke. */
+ * in wf_wake's order (cond broadcast without a stampede). Returns how many
+ * woke. */
 WF_HIDDEN int wf_requeue(const void *from, int nwake, const void *to, int nmove);
+/* The rank of the highest-priority waiter on addr, or -1 if none waits. */
+WF_HIDDEN int wf_wait_top_rank(const void *addr);
 /* Take ULT u out of a cancellable wait with EINTR, if it is in one (a
  * signal was sent to it). */
 WF_HIDDEN void wf_wait_interrupt(wf_ult_t *u);

@@ -48,6 +48,8 @@ static const char *stop_detail(int code)
 	switch (action) {
 	case WF_AFTER_REQUEUE:
 		return "yield";
+	case WF_AFTER_PREEMPT:
+		return "preempted";
 	case WF_AFTER_EXIT:
 		return "exit";
 	case WF_AFTER_JOIN:

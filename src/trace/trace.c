@@ -304,7 +304,8 @@ static inline uint64_t id_of(const wf_ult_t *u)
 void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action)
 {
 	int code = action;
-	if (from && action != WF_AFTER_EXIT && action != WF_AFTER_REQUEUE) {
+	if (from && action != WF_AFTER_EXIT && action != WF_AFTER_REQUEUE &&
+	    action != WF_AFTER_PREEMPT) {
 		code |= from->block_reason << 8;
 		/* A joiner's target is alive until the joiner claims it: name it
 		 * by id. A hand-off's target may be gone already: not named. */

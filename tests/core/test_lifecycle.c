@@ -257,7 +257,7 @@ static void test_bad_config_sched_einval(void **state)
 {
 	weft_config_t c;
 	WT_OK(weft_config_init(&c));
-	c.sched = WEFT_SCHED_SHARE + 1;
+	c.sched = WEFT_SCHED_PRIO + 1;
 	check_bad_config(&c);
 	c.sched = -1;
 	check_bad_config(&c);

@@ -95,6 +95,7 @@ static void test_builtins_are_found_by_name(void **state)
 {
 	WT_EQ_PTR(weft_sched_find("steal"), &weft_sched_steal);
 	WT_EQ_PTR(weft_sched_find("share"), &weft_sched_share);
+	WT_EQ_PTR(weft_sched_find("prio"), &weft_sched_prio);
 	WT_EQ_PTR(weft_sched_find("nosuch"), NULL);
 	WT_EQ_PTR(weft_sched_find(""), NULL);
 	WT_EQ_PTR(weft_sched_find(NULL), NULL);
@@ -447,14 +448,15 @@ static void *churn(void *arg)
 	return NULL;
 }
 
-static const weft_sched_ops_t *const rotation[] = {&fifo_ops, &weft_sched_share, &locked_fifo_ops,
-						   &weft_sched_steal};
+static const weft_sched_ops_t *const rotation[] = {&fifo_ops, &weft_sched_share, &weft_sched_prio,
+						   &locked_fifo_ops, &weft_sched_steal};
+#define NROT ((int)(sizeof rotation / sizeof rotation[0]))
 
 static void *foreign_installer(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < SWAPS / 4; i++)
-		if (weft_sched_install(1, rotation[(i + 1) % 4], NULL) != 0)
+		if (weft_sched_install(1, rotation[(i + 1) % NROT], NULL) != 0)
 			return (void *)1;
 	return NULL;
 }
@@ -471,7 +473,7 @@ static void test_swap_schedulers_under_load(void **state)
 	struct wt_pthread fp;
 	wt_pthread_start(&fp, foreign_installer, NULL);
 	for (int i = 0; i < SWAPS; i++) {
-		WT_OK(weft_sched_install_all(rotation[i % 4], NULL));
+		WT_OK(weft_sched_install_all(rotation[i % NROT], NULL));
 		weft_yield();
 	}
 	WT_EQ_PTR(wt_pthread_join(&fp), NULL);

@@ -1,0 +1,427 @@
+/* POSIX priorities (weft/sched.h): scheduling parameters per ULT, the prio
+ * scheduler's order on one worker and across two, preemption at wakes,
+ * and wait queues that wake the highest-priority waiter first. The
+ * wait-queue tests hold under every scheduler (they run in every ctest
+ * variant); the scheduler tests start the runtime with prio themselves. */
+#include "harness.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void init_with(int workers, const char *scheds)
+{
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.workers = workers;
+	c.sched = 0;
+	c.scheds = scheds;
+	WT_OK(weft_init(&c));
+}
+
+static weft_t spawn_prio(int policy, int prio, void *(*fn)(void *), void *arg)
+{
+	weft_attr_t a;
+	WT_OK(weft_attr_init(&a));
+	WT_OK(weft_attr_setschedparam(&a, policy, prio));
+	weft_t t = wt_spawn(&a, fn, arg);
+	WT_OK(weft_attr_destroy(&a));
+	return t;
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+static void *report_params(void *arg)
+{
+	int *out = arg;
+	WT_OK(weft_getschedparam(WEFT_NULL, &out[0], &out[1]));
+	return NULL;
+}
+
+static void test_params_round_trip_and_errors(void **state)
+{
+	wt_init(1);
+	int policy, prio;
+	WT_OK(weft_getschedparam(WEFT_NULL, &policy, &prio));
+	WT_EQ(policy, SCHED_OTHER);
+	WT_EQ(prio, 0);
+	WT_ERR(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 0), EINVAL);
+	WT_ERR(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 100), EINVAL);
+	WT_ERR(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 1), EINVAL);
+	WT_ERR(weft_setschedparam(WEFT_NULL, 42, 0), EINVAL);
+	WT_ERR(weft_setschedparam((weft_t)999999, SCHED_FIFO, 1), ESRCH);
+	WT_ERR(weft_getschedparam(WEFT_NULL, NULL, &prio), EINVAL);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_RR, 99));
+	WT_OK(weft_getschedparam(WEFT_NULL, &policy, &prio));
+	WT_EQ(policy, SCHED_RR);
+	WT_EQ(prio, 99);
+
+	/* Inherited by default, explicit from the attribute. */
+	int got[2] = {-1, -1};
+	wt_join(wt_spawn(NULL, report_params, got));
+	WT_EQ(got[0], SCHED_RR);
+	WT_EQ(got[1], 99);
+	wt_join(spawn_prio(SCHED_FIFO, 7, report_params, got));
+	WT_EQ(got[0], SCHED_FIFO);
+	WT_EQ(got[1], 7);
+
+	weft_attr_t a;
+	WT_OK(weft_attr_init(&a));
+	WT_ERR(weft_attr_getschedparam(&a, &policy, &prio), EINVAL); /* inherits: none of its own */
+	WT_ERR(weft_attr_setschedparam(&a, SCHED_RR, 0), EINVAL);
+	WT_ERR(weft_attr_setschedparam(NULL, SCHED_RR, 1), EINVAL);
+	WT_OK(weft_attr_setschedparam(&a, SCHED_OTHER, 0));
+	WT_OK(weft_attr_getschedparam(&a, &policy, &prio));
+	WT_EQ(policy, SCHED_OTHER);
+	WT_OK(weft_attr_destroy(&a));
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_shutdown());
+}
+
+static void *foreign_asks_for_itself(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)weft_setschedparam(WEFT_NULL, SCHED_FIFO, 1);
+}
+
+static void test_foreign_thread_is_einval(void **state)
+{
+	wt_init(1);
+	struct wt_pthread fp;
+	wt_pthread_start(&fp, foreign_asks_for_itself, NULL);
+	WT_EQ((intptr_t)wt_pthread_join(&fp), EINVAL);
+	WT_OK(weft_shutdown());
+}
+
+/* ---- the prio scheduler's order ------------------------------------------- */
+
+static atomic_int order_next;
+static int order[16];
+
+static void *record_start(void *arg)
+{
+	order[atomic_fetch_add(&order_next, 1)] = (int)(intptr_t)arg;
+	return NULL;
+}
+
+/* Ready ULTs run highest priority first, FIFO among equals, SCHED_OTHER
+ * last, whatever order they were made ready in. */
+static void test_ready_ults_run_by_priority(void **state)
+{
+	init_with(1, "prio");
+	/* Above them all, so that creating them does not run them. */
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
+	static const int policy[] = {SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_FIFO, SCHED_OTHER, SCHED_FIFO};
+	static const int prio[] = {0, 10, 50, 30, 0, 50};
+	static const int want[] = {2, 5, 3, 1, 0, 4}; /* by index */
+	weft_t t[6];
+	for (int i = 0; i < 6; i++)
+		t[i] = spawn_prio(policy[i], prio[i], record_start, (void *)(intptr_t)i);
+	WT_EQ(atomic_load(&order_next), 0); /* none ran: main outranks them */
+	for (int i = 0; i < 6; i++)
+		wt_join(t[i]);
+	for (int i = 0; i < 6; i++)
+		if (order[i] != want[i])
+			fail_msg("run %d was ULT %d, expected ULT %d", i, order[i], want[i]);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_shutdown());
+}
+
+/* Creating a ULT that outranks its creator runs it at once (the create is a
+ * scheduling point); one that does not waits. */
+static void test_create_of_higher_runs_it_at_once(void **state)
+{
+	init_with(1, "prio");
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 20));
+	atomic_store(&order_next, 0);
+	weft_t lo = spawn_prio(SCHED_FIFO, 10, record_start, (void *)1);
+	WT_EQ(atomic_load(&order_next), 0);
+	weft_t hi = spawn_prio(SCHED_FIFO, 30, record_start, (void *)2);
+	WT_EQ(atomic_load(&order_next), 1);
+	WT_EQ(order[0], 2);
+	wt_join(hi);
+	wt_join(lo);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_shutdown());
+}
+
+/* A ULT that lowers its own priority below a ready one gives way at once. */
+static void test_lowering_own_priority_yields(void **state)
+{
+	init_with(1, "prio");
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 50));
+	atomic_store(&order_next, 0);
+	weft_t t = spawn_prio(SCHED_FIFO, 40, record_start, (void *)1);
+	WT_EQ(atomic_load(&order_next), 0);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 45)); /* still above */
+	WT_EQ(atomic_load(&order_next), 0);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 30));
+	WT_EQ(atomic_load(&order_next), 1);
+	wt_join(t);
+	/* Raising a ready ULT above the caller runs it at once too. */
+	t = spawn_prio(SCHED_FIFO, 10, record_start, (void *)2);
+	WT_EQ(atomic_load(&order_next), 1);
+	WT_OK(weft_setschedparam(t, SCHED_FIFO, 60));
+	WT_EQ(atomic_load(&order_next), 2);
+	wt_join(t);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_shutdown());
+}
+
+/* A high-priority ULT woken while 64 low-priority ULTs are ready runs at
+ * the wake: no low-priority ULT takes a step in between. */
+#define LOW 64
+static atomic_long low_steps;
+static atomic_int stop_low;
+static weft_sem_t wake_sem;
+static long steps_at_post, steps_at_run;
+
+static void *low_worker(void *arg)
+{
+	int poster = arg != NULL;
+	for (long i = 0; !atomic_load(&stop_low) && i < 2000000; i++) {
+		atomic_fetch_add(&low_steps, 1);
+		if (poster && i == 100) {
+			steps_at_post = atomic_load(&low_steps);
+			WT_OK(weft_sem_post(&wake_sem));
+		}
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void *high_waiter(void *arg)
+{
+	(void)arg;
+	WT_OK(weft_sem_wait(&wake_sem));
+	steps_at_run = atomic_load(&low_steps);
+	atomic_store(&stop_low, 1);
+	return NULL;
+}
+
+static void test_woken_high_runs_before_64_ready_low(void **state)
+{
+	init_with(1, "prio");
+	WT_OK(weft_sem_init(&wake_sem, 0, 0));
+	weft_t h = spawn_prio(SCHED_FIFO, 50, high_waiter, NULL); /* runs and blocks */
+	weft_t t[LOW];
+	for (int i = 0; i < LOW; i++)
+		t[i] = wt_spawn(NULL, low_worker, i == LOW / 2 ? (void *)1 : NULL);
+	for (int i = 0; i < LOW; i++)
+		wt_join(t[i]);
+	wt_join(h);
+	WT_EQ(steps_at_run, steps_at_post);
+	WT_OK(weft_sem_destroy(&wake_sem));
+	WT_OK(weft_shutdown());
+}
+
+/* Two workers running prio: a ULT made ready while lower ones are queued
+ * starts before any of them, even though the other worker is the one that
+ * takes it. Worker 0 stays busy with a high ULT; worker 1 works through the
+ * low ULTs; once the high one is made ready, at most one low ULT (taken
+ * before it was queued) starts before it. Under steal the high ULT would sit
+ * in worker 0's deque until worker 0 is free. */
+#define NLOW 40
+static atomic_int low_started, hi_started;
+static int low_before_hi;
+
+static void *low_unit(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&low_started, 1);
+	uint64_t end = wt_now_ns() + 1000000; /* 1 ms of work, no yield */
+	while (wt_now_ns() < end)
+		;
+	return NULL;
+}
+
+static void *hi_unit(void *arg)
+{
+	low_before_hi = atomic_load(&low_started) - (int)(intptr_t)arg;
+	atomic_store(&hi_started, 1);
+	return NULL;
+}
+
+static void test_two_workers_run_the_highest_anywhere(void **state)
+{
+	if (wt_usable_cpus() < 2)
+		wt_skip("needs two CPUs for two workers to run at once");
+	init_with(2, "prio");
+	/* Main (on worker 0, the highest) queues the low ULTs; worker 1 takes
+	 * them one by one. */
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 90));
+	weft_t t[NLOW];
+	for (int i = 0; i < NLOW; i++)
+		t[i] = spawn_prio(SCHED_OTHER, 0, low_unit, NULL);
+	WT_WAIT(atomic_load(&low_started) >= 2, 10); /* main's yields come back to it */
+	int before = atomic_load(&low_started);
+	weft_t h = spawn_prio(SCHED_FIFO, 10, hi_unit, (void *)(intptr_t)before);
+	/* Keep worker 0 (no yield) until the high ULT has started elsewhere. */
+	uint64_t end = wt_now_ns() + 10000000000ull;
+	while (!atomic_load(&hi_started) && wt_now_ns() < end)
+		;
+	WT_TRUE(atomic_load(&hi_started), "the high ULT never started on worker 1");
+	WT_CMP(low_before_hi, <=, 1);
+	wt_join(h);
+	for (int i = 0; i < NLOW; i++)
+		wt_join(t[i]);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_shutdown());
+}
+
+/* ---- wait queues, under every scheduler ------------------------------------- */
+
+#define NWAIT 6
+static const int wait_policy[NWAIT] = {SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_FIFO, SCHED_OTHER, SCHED_FIFO};
+static const int wait_prio[NWAIT] = {0, 10, 50, 30, 0, 50};
+static const int wait_want[NWAIT] = {2, 5, 3, 1, 0, 4};
+static atomic_int waiting;
+
+static weft_mutex_t mtx;
+static weft_cond_t cnd;
+static weft_sem_t sem;
+static int cond_go;
+
+static void *mutex_waiter(void *arg)
+{
+	atomic_fetch_add(&waiting, 1);
+	WT_OK(weft_mutex_lock(&mtx));
+	order[atomic_fetch_add(&order_next, 1)] = (int)(intptr_t)arg;
+	WT_OK(weft_mutex_unlock(&mtx));
+	return NULL;
+}
+
+static void *cond_waiter(void *arg)
+{
+	WT_OK(weft_mutex_lock(&mtx));
+	atomic_fetch_add(&waiting, 1);
+	while (cond_go == 0)
+		WT_OK(weft_cond_wait(&cnd, &mtx));
+	cond_go--;
+	order[atomic_fetch_add(&order_next, 1)] = (int)(intptr_t)arg;
+	WT_OK(weft_mutex_unlock(&mtx));
+	return NULL;
+}
+
+static void *sem_waiter(void *arg)
+{
+	atomic_fetch_add(&waiting, 1);
+	WT_OK(weft_sem_wait(&sem));
+	order[atomic_fetch_add(&order_next, 1)] = (int)(intptr_t)arg;
+	return NULL;
+}
+
+/* Start the waiters on one worker (all bound to 0, so that the order they
+ * reach the queue is their creation order) and wait until all are blocked. */
+static void start_waiters(weft_t *t, void *(*fn)(void *), weft_mutex_t *held)
+{
+	atomic_store(&order_next, 0);
+	atomic_store(&waiting, 0);
+	for (int i = 0; i < NWAIT; i++) {
+		weft_attr_t a;
+		WT_OK(weft_attr_init(&a));
+		WT_OK(weft_attr_setschedparam(&a, wait_policy[i], wait_prio[i]));
+		WT_OK(weft_attr_setworker(&a, 0));
+		t[i] = wt_spawn(&a, fn, (void *)(intptr_t)i);
+		WT_OK(weft_attr_destroy(&a));
+		WT_WAIT(atomic_load(&waiting) == i + 1, 10);
+		/* Let it reach its wait: it runs on our worker when we yield. */
+		for (int k = 0; k < 20; k++)
+			weft_yield();
+	}
+	(void)held;
+}
+
+static void check_order(const char *what)
+{
+	for (int i = 0; i < NWAIT; i++)
+		if (order[i] != wait_want[i])
+			fail_msg("%s: wake %d went to waiter %d, expected %d", what, i, order[i],
+				 wait_want[i]);
+}
+
+static void test_mutex_wakes_by_priority(void **state)
+{
+	wt_init(0);
+	/* Waiters that park at once: a spinning SCHED_OTHER waiter could take
+	 * the lock before the woken one (barging), which is allowed. */
+	weft_mutexattr_t ma;
+	WT_OK(weft_mutexattr_init(&ma));
+	WT_OK(weft_mutexattr_setpolicy(&ma, WEFT_LOCK_PARK));
+	WT_OK(weft_mutex_init(&mtx, &ma));
+	weft_t t[NWAIT];
+	/* The test's ULT outranks the waiters, so that unlocking does not run
+	 * one before the others are queued. */
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
+	WT_OK(weft_mutex_lock(&mtx));
+	start_waiters(t, mutex_waiter, &mtx);
+	WT_EQ(atomic_load(&order_next), 0);
+	WT_OK(weft_mutex_unlock(&mtx));
+	for (int i = 0; i < NWAIT; i++)
+		wt_join(t[i]);
+	check_order("mutex");
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_mutex_destroy(&mtx));
+	wt_fini();
+}
+
+static void test_cond_signal_wakes_by_priority(void **state)
+{
+	wt_init(0);
+	WT_OK(weft_mutex_init(&mtx, NULL));
+	WT_OK(weft_cond_init(&cnd, NULL));
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
+	cond_go = 0;
+	weft_t t[NWAIT];
+	start_waiters(t, cond_waiter, NULL);
+	for (int i = 0; i < NWAIT; i++) {
+		WT_OK(weft_mutex_lock(&mtx));
+		cond_go++;
+		WT_OK(weft_cond_signal(&cnd));
+		WT_OK(weft_mutex_unlock(&mtx));
+		WT_WAIT(atomic_load(&order_next) == i + 1, 10);
+	}
+	for (int i = 0; i < NWAIT; i++)
+		wt_join(t[i]);
+	check_order("condition variable");
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_cond_destroy(&cnd));
+	WT_OK(weft_mutex_destroy(&mtx));
+	wt_fini();
+}
+
+static void test_sem_post_wakes_by_priority(void **state)
+{
+	wt_init(0);
+	WT_OK(weft_sem_init(&sem, 0, 0));
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
+	weft_t t[NWAIT];
+	start_waiters(t, sem_waiter, NULL);
+	for (int i = 0; i < NWAIT; i++) {
+		WT_OK(weft_sem_post(&sem));
+		WT_WAIT(atomic_load(&order_next) == i + 1, 10);
+	}
+	for (int i = 0; i < NWAIT; i++)
+		wt_join(t[i]);
+	check_order("semaphore");
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_sem_destroy(&sem));
+	wt_fini();
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_params_round_trip_and_errors),
+		cmocka_unit_test(test_foreign_thread_is_einval),
+		cmocka_unit_test(test_ready_ults_run_by_priority),
+		cmocka_unit_test(test_create_of_higher_runs_it_at_once),
+		cmocka_unit_test(test_lowering_own_priority_yields),
+		cmocka_unit_test(test_woken_high_runs_before_64_ready_low),
+		cmocka_unit_test(test_two_workers_run_the_highest_anywhere),
+		cmocka_unit_test(test_mutex_wakes_by_priority),
+		cmocka_unit_test(test_cond_signal_wakes_by_priority),
+		cmocka_unit_test(test_sem_post_wakes_by_priority),
+	};
+	return WT_RUN(argc, argv, tests);
+}
