@@ -32,4 +32,11 @@ int wb_posix_main(const wb_opts_t *o);
  * weft-sim-run or weft-sim-systemc in a process of its own. */
 int wb_sim_main(const wb_opts_t *o);
 
+/* sched.c: installable schedulers and POSIX priorities: a branch-and-bound
+ * search with communication ULTs under one scheduler or two (the KSR
+ * paper's experiment), and the wake-up latency of a SCHED_FIFO thread among
+ * 64 ready ones next to glibc pthreads. Exit status 1 if a search found a
+ * wrong optimum. */
+int wb_sched_main(const wb_opts_t *o);
+
 #endif

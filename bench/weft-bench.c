@@ -2,6 +2,9 @@
  *
  *   weft-bench micro [options]   switch, create/join, park/unpark, fork-join
  *                                and memory costs next to pthreads and peers
+ *   weft-bench sched [options]   schedulers per worker and POSIX priorities:
+ *                                branch and bound under one scheduler or two,
+ *                                wake-up latency of a high-priority thread
  *
  * Options are shared by the subcommands (see usage()). This file only parses
  * them and dispatches; statistics and output are in report.c, the trial loop
@@ -36,6 +39,13 @@ static const struct subcommand subcommands[] = {
 	 "the seeds' simulation table: Producer-Consumer, Fibo20, TFMUL (weft-sim\n"
 	 "          on posix, lite, context, quick, hybrid and SystemC) and master/worker,\n"
 	 "          join chain (pthreads vs weft); each row a process of its own"},
+	{"sched", wb_sched_main,
+	 "schedulers per worker and POSIX priorities (the KSR paper's experiment):\n"
+	 "          branch-and-bound knapsack with per-ULT work queues and communication\n"
+	 "          ULTs (balancing, bound broadcast) under steal everywhere, share + prio\n"
+	 "          on worker 0, and prio installed half-way; wake-up latency of a\n"
+	 "          SCHED_FIFO ULT among 64 ready ones (prio, steal, share) vs a glibc\n"
+	 "          SCHED_FIFO thread; exit status 1 on a wrong optimum"},
 	{"_chain", wb_micro_chain_child, NULL},
 	{"_semwait", wb_sync_semwait_child, NULL},
 };

@@ -62,4 +62,17 @@ WF_HIDDEN int wf_px_ensure(void);
 struct wf_ult;
 WF_HIDDEN _Noreturn void wf_px_unwind(struct wf_ult *u);
 
+/* Lock and unlock a mutex of protocol PTHREAD_PRIO_INHERIT or
+ * PTHREAD_PRIO_PROTECT (prio_mutex.c). how: */
+enum { WF_PX_LOCK, WF_PX_TRY, WF_PX_CLOCK };
+WF_HIDDEN int wf_px_prio_lock(pthread_mutex_t *m, int how, clockid_t clock,
+			      const struct timespec *t);
+WF_HIDDEN int wf_px_prio_unlock(pthread_mutex_t *m);
+/* Has m a protocol other than PTHREAD_PRIO_NONE (psync.c keeps it in
+ * weft_mutex_t.reserved, bits 8-9)? */
+static inline int wf_px_has_protocol(const pthread_mutex_t *m)
+{
+	return m && (((const weft_mutex_t *)m)->reserved & 0x300) != 0;
+}
+
 #endif

@@ -103,8 +103,8 @@ WF_PX_API int WF_PX(pthread_mutexattr_getpshared)(const pthread_mutexattr_t *a, 
 	return 0;
 }
 
-/* Protocols and ceilings are stored and returned; without a priority
- * scheduler they change nothing (docs/posix-coverage.md). */
+/* Protocols and ceilings: PTHREAD_PRIO_INHERIT and PTHREAD_PRIO_PROTECT
+ * mutexes lend their owner a priority (prio_mutex.c). */
 WF_PX_API int WF_PX(pthread_mutexattr_setprotocol)(pthread_mutexattr_t *a, int p)
 {
 	uint32_t *w = attr_word(a);
@@ -192,27 +192,40 @@ WF_PX_API int WF_PX(pthread_mutex_destroy)(pthread_mutex_t *m)
 
 WF_PX_API int WF_PX(pthread_mutex_lock)(pthread_mutex_t *m)
 {
+	if (unlikely(wf_px_has_protocol(m)))
+		return wf_px_prio_lock(m, WF_PX_LOCK, 0, NULL);
 	return weft_mutex_lock(M(m));
 }
 
 WF_PX_API int WF_PX(pthread_mutex_trylock)(pthread_mutex_t *m)
 {
+	if (unlikely(wf_px_has_protocol(m)))
+		return wf_px_prio_lock(m, WF_PX_TRY, 0, NULL);
 	return weft_mutex_trylock(M(m));
 }
 
 WF_PX_API int WF_PX(pthread_mutex_timedlock)(pthread_mutex_t *m, const struct timespec *t)
 {
+	if (unlikely(wf_px_has_protocol(m)))
+		return t ? wf_px_prio_lock(m, WF_PX_CLOCK, CLOCK_REALTIME, t) : EINVAL;
 	return weft_mutex_timedlock(M(m), t);
 }
 
 WF_PX_API int WF_PX(pthread_mutex_clocklock)(pthread_mutex_t *m, clockid_t c,
 					     const struct timespec *t)
 {
+	if (unlikely(wf_px_has_protocol(m))) {
+		if (!t || (c != CLOCK_MONOTONIC && c != CLOCK_REALTIME))
+			return EINVAL;
+		return wf_px_prio_lock(m, WF_PX_CLOCK, c, t);
+	}
 	return weft_mutex_clocklock(M(m), c, t);
 }
 
 WF_PX_API int WF_PX(pthread_mutex_unlock)(pthread_mutex_t *m)
 {
+	if (unlikely(wf_px_has_protocol(m)))
+		return wf_px_prio_unlock(m);
 	return weft_mutex_unlock(M(m));
 }
 

@@ -15,7 +15,7 @@
  *
  * Where the ranks live. A ULT's policy, priority and rank are in its
  * descriptor (ult.h), set at creation (explicit, or inherited from the
- * creator) and by wf_prio_set. wf_prio_lock serialises the writers, so
+ * creator) and by wf_prio_set. prio_lock serialises the writers, so
  * that a boost (a mutex that inherits or protects a priority, sync/mutex.c)
  * and a priority change agree on the result; readers (schedulers, wait
  * queues) read the rank with a relaxed load. The rank a queue read may be
@@ -55,7 +55,17 @@
 #include <errno.h>
 
 atomic_uint wf_prio_gen;
-static wf_spinlock_t wf_prio_lock;
+static wf_spinlock_t prio_lock;
+
+void wf_prio_lock(void)
+{
+	wf_spin_lock(&prio_lock);
+}
+
+void wf_prio_unlock(void)
+{
+	wf_spin_unlock(&prio_lock);
+}
 
 int wf_prio_check(int policy, int prio)
 {
@@ -72,7 +82,7 @@ int wf_prio_check(int policy, int prio)
 	}
 }
 
-/* u's rank from its own parameters and its boost. Under wf_prio_lock. */
+/* u's rank from its own parameters and its boost. Under prio_lock. */
 static int update_rank(wf_ult_t *u)
 {
 	int r = wf_prio_rank(u->sched_policy, u->sched_prio);
@@ -88,11 +98,11 @@ static int update_rank(wf_ult_t *u)
 
 int wf_prio_set(wf_ult_t *u, int policy, int prio)
 {
-	wf_spin_lock(&wf_prio_lock);
+	wf_spin_lock(&prio_lock);
 	u->sched_policy = policy;
 	u->sched_prio = prio;
 	int old = update_rank(u), now = u->rank;
-	wf_spin_unlock(&wf_prio_lock);
+	wf_spin_unlock(&prio_lock);
 	wf_worker_t *w = wf_worker_self();
 	if (!w || !w->current || w->sched_ops != &weft_sched_prio || now == old)
 		return 0;
@@ -103,13 +113,10 @@ int wf_prio_set(wf_ult_t *u, int policy, int prio)
 	return 0;
 }
 
-void wf_prio_boost(wf_ult_t *u, int boost)
+void wf_prio_set_boost(wf_ult_t *u, int boost)
 {
-	wf_spin_lock(&wf_prio_lock);
-	if (boost == 0 || boost > u->boost)
-		u->boost = boost;
+	u->boost = boost;
 	update_rank(u);
-	wf_spin_unlock(&wf_prio_lock);
 }
 
 /* ---- the prio scheduler ------------------------------------------------- */
@@ -200,10 +207,20 @@ static void q_reorder(prioq_t *q)
 /* The domain's ready queue. */
 static struct {
 	wf_spinlock_t lock;
-	atomic_int best; /* q_best(&q), for a look without the lock */
-	atomic_int n;    /* ULTs queued */
+	atomic_int best;    /* q_best(&q), for a look without the lock */
+	atomic_int n;       /* ULTs queued */
+	atomic_uint sorted; /* q.gen, for a look without the lock */
 	prioq_t q;
 } central;
+
+/* Re-sort the central queue if ranks changed, and publish its best rank.
+ * Under central.lock. */
+static void central_sync(void)
+{
+	q_reorder(&central.q);
+	atomic_store_explicit(&central.sorted, central.q.gen, memory_order_relaxed);
+	atomic_store_explicit(&central.best, q_best(&central.q), memory_order_relaxed);
+}
 
 typedef struct {
 	prioq_t local;      /* ULTs bound to this worker; only its owner touches it */
@@ -236,7 +253,7 @@ static int prio_put(void *state, weft_sched_node_t *n, int why)
 		wf_spin_lock(&central.lock);
 		q_reorder(&central.q);
 		q_push(&central.q, n, rank, head);
-		atomic_store_explicit(&central.best, q_best(&central.q), memory_order_relaxed);
+		central_sync();
 		atomic_fetch_add_explicit(&central.n, 1, memory_order_relaxed);
 		wf_spin_unlock(&central.lock);
 		ret = WEFT_SCHED_PUT_SHARED;
@@ -261,17 +278,19 @@ static weft_sched_node_t *prio_get(void *state)
 	q_reorder(&s->local);
 	int lb = q_best(&s->local);
 	int cb = atomic_load_explicit(&central.best, memory_order_relaxed);
+	/* best is as of the last put or get: after a rank changed, look. */
+	int stale = atomic_load_explicit(&central.sorted, memory_order_relaxed) !=
+		    atomic_load_explicit(&wf_prio_gen, memory_order_relaxed);
 	weft_sched_node_t *n = NULL;
-	if (cb >= 0 && (cb > lb || (cb == lb && (++s->tick & 1)))) {
+	if (cb >= 0 && (cb > lb || (cb == lb && (++s->tick & 1)) || stale)) {
 		wf_spin_lock(&central.lock);
 		q_reorder(&central.q);
 		cb = q_best(&central.q);
 		if (cb >= 0 && cb >= lb) {
 			n = q_pop(&central.q, cb);
-			atomic_store_explicit(&central.best, q_best(&central.q),
-					      memory_order_relaxed);
 			atomic_fetch_sub_explicit(&central.n, 1, memory_order_relaxed);
 		}
+		central_sync();
 		wf_spin_unlock(&central.lock);
 	}
 	if (!n && lb >= 0)

@@ -36,10 +36,15 @@ WF_HIDDEN int wf_prio_check(int policy, int prio);
  * above its own, asks for a wf_resched_point. Any thread. */
 WF_HIDDEN int wf_prio_set(wf_ult_t *u, int policy, int prio);
 
-/* Raise u's effective rank to at least `boost` (a priority-inheriting or
- * -protecting mutex it holds), or, with boost = 0, drop every boost and
- * fall back to its own rank. Any thread. */
-WF_HIDDEN void wf_prio_boost(wf_ult_t *u, int boost);
+/* The lock that serialises every write of a ULT's parameters and boost
+ * (and, in the POSIX layer, the records of which priority-inheriting or
+ * -protecting mutexes a ULT holds, src/posix/prio_mutex.c). Held for a
+ * few instructions; a wait queue's bucket lock may be taken inside it. */
+WF_HIDDEN void wf_prio_lock(void);
+WF_HIDDEN void wf_prio_unlock(void);
+/* Set u's boost - the rank a mutex it holds lends it (0: none) - and so
+ * its effective rank, max(own, boost). Under wf_prio_lock. */
+WF_HIDDEN void wf_prio_set_boost(wf_ult_t *u, int boost);
 
 /* The ranks changed since a queue was sorted: prio.c re-sorts its queues
  * when it sees this move. */

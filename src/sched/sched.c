@@ -421,15 +421,15 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 	wf_stack_check(&self->stack);
 	/* A ULT blocked joining us runs right here, without a trip through a
 	 * queue (join.c, "the exit hand-off"). */
-	wf_ult_t *next = wf_join_claim_joiner(w, self);
+	/* Under a scheduler that chooses itself (sched_direct), the joiner is
+	 * left to the exit's after-switch, which queues it once self is off
+	 * its stack: queued now, another worker could run it and free self's
+	 * stack under us. */
+	wf_ult_t *next = likely(sched_direct(w)) ? wf_join_claim_joiner(w, self) : NULL;
 	if (next) {
 		if (WF_TRACING())
 			wf_trace_emit(w, WF_EV_UNPARK, 0, 0, next->id, self->id);
 		WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
-		if (unlikely(!sched_direct(w))) {
-			enqueue(w, next, WEFT_SCHED_WOKEN); /* its scheduler chooses */
-			next = pick_next(w);
-		}
 	} else {
 		next = pick_next(w);
 	}

@@ -52,6 +52,8 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->sched_policy = SCHED_OTHER;
 	u->sched_prio = u->rank = u->boost = 0;
 	u->px_affinity = -1;
+	u->px_nheld = 0;
+	u->px_blocked_on = NULL;
 	atomic_store_explicit(&u->sig_mask, 0, memory_order_relaxed);
 	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
 	u->block_reason = WF_BLOCK_NONE;

@@ -54,6 +54,10 @@
  * (WF_ULT_MOVE checks with one compare). */
 enum wf_ult_state { WF_NEW = 0, WF_PARKED, WF_RUNNING, WF_RUNNABLE, WF_EXITED };
 
+/* Priority-inheriting or -protecting mutexes one ULT may hold at once
+ * (src/posix/prio_mutex.c; one more is EAGAIN). */
+#define WF_PX_HELD_MAX 16
+
 /* wf_ult.cancel bits. */
 enum {
 	WF_CANCEL_PENDING = 1,  /* weft_cancel was called */
@@ -141,6 +145,11 @@ typedef struct wf_ult {
 	 * the ULT right at its next reorder, prio.c). */
 	int sched_policy, sched_prio;
 	int rank, boost;
+	/* Priority-inheriting and -protecting mutexes (src/posix/prio_mutex.c),
+	 * under wf_prio_lock: those it holds, and the one it blocks on. */
+	void *px_held[WF_PX_HELD_MAX];
+	int px_nheld;
+	void *px_blocked_on;
 	int px_affinity; /* the worker an explicit affinity binds it to (pthread_setaffinity_np,
 	                    weft_attr_setworker), inherited by the threads it creates; -1: none */
 	/* POSIX signals per ULT (src/sync/signal.c): bit s-1 for signal s. */

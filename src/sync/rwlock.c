@@ -16,8 +16,8 @@
  * option): when a ULT under SCHED_FIFO or SCHED_RR waits, the
  * highest-priority waiter decides - a writer if one ranks at least as high
  * as every waiting reader (writers take precedence among equals), else the
- * readers - and a reader does not enter past a waiting writer that
- * outranks it. The ranks are read from the wait queues (wf_wait_top_rank),
+ * readers - and a reader does not enter past a waiting writer of its own
+ * rank or higher. The ranks are read from the wait queues (wf_wait_top_rank),
  * only when both kinds wait, or a writer waits for an arriving reader.
  * A waiter that gives up (timeout, cancellation - the lock calls are
  * cancellation points, as POSIX allows) passes on a wake it may have
@@ -129,7 +129,10 @@ static int can_enter(const weft_rwlock_t *l, int write, int rank)
 		return 1;
 	if (l->pref == WEFT_RWLOCK_PREFER_WRITER)
 		return 0;
-	return wf_wait_top_rank(&l->wseq) <= rank; /* not past a writer that outranks it */
+	/* With priorities, only past writers it outranks (writers first among
+	 * equals); without (every rank 0), the kind decides: readers first. */
+	int wr = wf_wait_top_rank(&l->wseq);
+	return wr <= 0 || wr < rank;
 }
 
 /* Enter (can_enter was true). Called with l->lock held; drops it. */

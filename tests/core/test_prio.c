@@ -111,7 +111,8 @@ static void test_ready_ults_run_by_priority(void **state)
 	init_with(1, "prio");
 	/* Above them all, so that creating them does not run them. */
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
-	static const int policy[] = {SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_FIFO, SCHED_OTHER, SCHED_FIFO};
+	static const int policy[] = {SCHED_OTHER, SCHED_FIFO,  SCHED_RR,
+				     SCHED_FIFO,  SCHED_OTHER, SCHED_FIFO};
 	static const int prio[] = {0, 10, 50, 30, 0, 50};
 	static const int want[] = {2, 5, 3, 1, 0, 4}; /* by index */
 	weft_t t[6];
@@ -272,7 +273,8 @@ static void test_two_workers_run_the_highest_anywhere(void **state)
 /* ---- wait queues, under every scheduler ------------------------------------- */
 
 #define NWAIT 6
-static const int wait_policy[NWAIT] = {SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_FIFO, SCHED_OTHER, SCHED_FIFO};
+static const int wait_policy[NWAIT] = {SCHED_OTHER, SCHED_FIFO,  SCHED_RR,
+				       SCHED_FIFO,  SCHED_OTHER, SCHED_FIFO};
 static const int wait_prio[NWAIT] = {0, 10, 50, 30, 0, 50};
 static const int wait_want[NWAIT] = {2, 5, 3, 1, 0, 4};
 static atomic_int waiting;
