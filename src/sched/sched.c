@@ -355,9 +355,10 @@ static inline int sched_direct(const wf_worker_t *w)
 }
 
 /* Park self (on its parker `mine`) and run next in its place: a directed
- * hand-off without the run-queue round trip. Under a scheduler that
- * chooses itself (sched_direct), next is put and the scheduler decides. The caller owns next (it won
+ * hand-off without the run-queue round trip. The caller owns next (it won
  * next's parker PARKED -> EMPTY, so next is off its stack and in no queue).
+ * Under a scheduler that chooses itself (not sched_direct), next is put as
+ * woken and the scheduler decides.
  *
  * Once in 16 decisions self blocks through the queues instead, so that two
  * ULTs handing a worker back and forth cannot starve anything: the
@@ -371,10 +372,10 @@ static inline int sched_direct(const wf_worker_t *w)
 wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ult_t *next)
 {
 	w->prev_parker = mine;
-	if (unlikely((w->tick & 15) == 15) || unlikely(!sched_direct(w)) ||
-	    (next->bound_worker >= 0 && next->bound_worker != w->id)) {
+	int elsewhere = next->bound_worker >= 0 && next->bound_worker != w->id;
+	if (unlikely((w->tick & 15) == 15) || unlikely(!sched_direct(w)) || elsewhere) {
 		WF_ULT_MOVE(next, WF_PARKED, WF_PARKED, WF_RUNNABLE);
-		if (!sched_direct(w) || (next->bound_worker >= 0 && next->bound_worker != w->id))
+		if (elsewhere || !sched_direct(w))
 			enqueue(w, next, WEFT_SCHED_WOKEN);
 		else
 			wf_policy_put(w, next, WEFT_SCHED_YIELDED); /* no wake: we decide next */
@@ -420,11 +421,10 @@ void wf_exit_current(wf_worker_t *w, wf_ult_t *self)
 {
 	wf_stack_check(&self->stack);
 	/* A ULT blocked joining us runs right here, without a trip through a
-	 * queue (join.c, "the exit hand-off"). */
-	/* Under a scheduler that chooses itself (sched_direct), the joiner is
-	 * left to the exit's after-switch, which queues it once self is off
-	 * its stack: queued now, another worker could run it and free self's
-	 * stack under us. */
+	 * queue (join.c, "the exit hand-off") - unless the scheduler chooses
+	 * itself (sched_direct): then the joiner is left to the exit's
+	 * after-switch, which queues it once self is off its stack (queued
+	 * now, another worker could run it and free self's stack under us). */
 	wf_ult_t *next = likely(sched_direct(w)) ? wf_join_claim_joiner(w, self) : NULL;
 	if (next) {
 		if (WF_TRACING())
