@@ -20,11 +20,15 @@ typedef struct {
 	void *stackaddr;  /* lowest address of a caller-owned stack, or NULL */
 	size_t guardsize;
 	int32_t worker; /* affinity: the worker to bind to, or -1 */
-	int32_t reserved;
+	int32_t sched_set; /* SCHED_SET_* bits: which of policy, prio were set */
 	uint64_t sigmask; /* pthread_attr_setsigmask_np (if has_sigmask) */
 } wf_px_attr_t;
 
 #define WF_PX_ATTR_MAGIC 0x57504154u /* "WPAT" */
+
+/* wf_px_attr_t.sched_set: an explicit-scheduling thread takes what was set
+ * and its creator's value for the rest, as glibc's pthread_create. */
+enum { SCHED_SET_POLICY = 1, SCHED_SET_PRIO = 2 };
 
 /* pthread_setattr_default_np's attributes (magic 0: none set). */
 static wf_px_attr_t default_attr;
@@ -131,6 +135,7 @@ WF_PX_API int WF_PX(pthread_attr_setschedpolicy)(pthread_attr_t *a, int policy)
 	if (!x || !valid_sched(policy, sched_get_priority_min(policy)))
 		return EINVAL;
 	x->policy = policy;
+	x->sched_set |= SCHED_SET_POLICY;
 	return 0;
 }
 
@@ -140,6 +145,7 @@ WF_PX_API int WF_PX(pthread_attr_setschedparam)(pthread_attr_t *a, const struct 
 	if (!x || !p || !valid_sched(x->policy, p->sched_priority))
 		return EINVAL;
 	x->prio = p->sched_priority;
+	x->sched_set |= SCHED_SET_PRIO;
 	return 0;
 }
 
@@ -213,9 +219,13 @@ static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 	/* Scheduling parameters: explicit ones from x, else the creator's. */
 	wf_worker_t *me = wf_worker_self();
 	if (x && x->inherit == PTHREAD_EXPLICIT_SCHED) {
-		/* A policy set without a priority valid for it (FIFO with the
-		 * default 0): EINVAL, as glibc's pthread_create. */
-		if ((e = weft_attr_setschedparam(w, x->policy, x->prio)) != 0)
+		/* What the attribute sets, the creator's for the rest; a pair
+		 * that is not valid (FIFO with priority 0 set): EINVAL, as
+		 * glibc's pthread_create. */
+		wf_ult_t *cr = me ? me->current : NULL;
+		int policy = (x->sched_set & SCHED_SET_POLICY) || !cr ? x->policy : cr->sched_policy;
+		int prio = (x->sched_set & SCHED_SET_PRIO) || !cr ? x->prio : cr->sched_prio;
+		if ((e = weft_attr_setschedparam(w, policy, prio)) != 0)
 			return e;
 	} else if (me && me->current) {
 		w->sched_policy_ = me->current->sched_policy;
@@ -484,6 +494,7 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 			       : 0;
 	x->policy = u->sched_policy;
 	x->prio = u->sched_prio;
+	x->sched_set = SCHED_SET_POLICY | SCHED_SET_PRIO;
 	if (u->stack.kind == WF_STACK_THREAD) {
 		/* The root ULT runs on its kernel thread's own stack. */
 		pthread_attr_t k;

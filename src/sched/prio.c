@@ -109,7 +109,7 @@ int wf_prio_set(wf_ult_t *u, int policy, int prio)
 	if (u == w->current)
 		return now < old;
 	if (now > w->current->rank)
-		w->resched = 1; /* as if u had been put just now */
+		wf_resched_ask(w); /* as if u had been put just now */
 	return 0;
 }
 

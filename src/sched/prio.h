@@ -56,6 +56,23 @@ WF_HIDDEN extern atomic_uint wf_prio_gen;
  * WEFT_SCHED_PUT_RESCHED), the caller yields now, and goes back to the head
  * of its priority, as POSIX puts a preempted thread. Only from a ULT or
  * foreign thread that holds no internal lock. */
-WF_HIDDEN void wf_resched_point(void);
+WF_HIDDEN void wf_resched_now(void);
+/* Has any put ever asked a ULT to give way (set once, by the worker whose
+ * put asked, before its own resched point reads it)? Keeps the points free
+ * for programs that never use a scheduler that asks: one load. */
+WF_HIDDEN extern atomic_int wf_resched_used;
+/* Ask w's running ULT to give way at its next resched point. Called only
+ * by w's owner. */
+static inline void wf_resched_ask(wf_worker_t *w)
+{
+	w->resched = 1;
+	if (unlikely(!atomic_load_explicit(&wf_resched_used, memory_order_relaxed)))
+		atomic_store_explicit(&wf_resched_used, 1, memory_order_relaxed);
+}
+static inline void wf_resched_point(void)
+{
+	if (unlikely(atomic_load_explicit(&wf_resched_used, memory_order_relaxed)))
+		wf_resched_now();
+}
 
 #endif

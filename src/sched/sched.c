@@ -125,7 +125,7 @@ static inline void enqueue(wf_worker_t *w, wf_ult_t *u, int why)
 			if (r & WEFT_SCHED_PUT_SHARED)
 				wf_wake_one_idle(w->sched_ops);
 			if (r & WEFT_SCHED_PUT_RESCHED)
-				w->resched = 1;
+				wf_resched_ask(w);
 		}
 	}
 }
@@ -401,7 +401,9 @@ wf_worker_t *wf_yield_to_next(wf_worker_t *w, wf_ult_t *self)
 	return next ? switch_away(w, self, WF_AFTER_REQUEUE, next) : w;
 }
 
-void wf_resched_point(void)
+atomic_int wf_resched_used;
+
+void wf_resched_now(void)
 {
 	wf_worker_t *w = wf_worker_self();
 	if (w && w->current && unlikely(w->resched))

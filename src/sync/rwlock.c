@@ -118,7 +118,11 @@ static void do_wake(weft_rwlock_t *l, int who)
 		wf_wake(&l->rseq, INT_MAX);
 }
 
-/* May the caller, of rank `rank`, enter now? Called with l->lock held. */
+/* May the caller, of rank `rank`, enter now? Called with l->lock held.
+ * The same rule as choose_wake's, or a reader it wakes would wait again
+ * with nobody left to wake the writers: with priorities (a waiting writer
+ * or the reader above rank 0), a reader enters only past writers it
+ * outranks (writers first among equals); without, the kind decides. */
 static int can_enter(const weft_rwlock_t *l, int write, int rank)
 {
 	if (write)
@@ -127,12 +131,10 @@ static int can_enter(const weft_rwlock_t *l, int write, int rank)
 		return 0;
 	if (!l->wwait)
 		return 1;
-	if (l->pref == WEFT_RWLOCK_PREFER_WRITER)
-		return 0;
-	/* With priorities, only past writers it outranks (writers first among
-	 * equals); without (every rank 0), the kind decides: readers first. */
 	int wr = wf_wait_top_rank(&l->wseq);
-	return wr <= 0 || wr < rank;
+	if (wr > 0 || rank > 0)
+		return wr < rank;
+	return l->pref != WEFT_RWLOCK_PREFER_WRITER;
 }
 
 /* Enter (can_enter was true). Called with l->lock held; drops it. */
