@@ -19,9 +19,9 @@ typedef struct {
 	size_t stacksize; /* 0: weft's default */
 	void *stackaddr;  /* lowest address of a caller-owned stack, or NULL */
 	size_t guardsize;
-	int32_t worker; /* affinity: the worker to bind to, or -1 */
+	int32_t worker;    /* affinity: the worker to bind to, or -1 */
 	int32_t sched_set; /* SCHED_SET_* bits: which of policy, prio were set */
-	uint64_t sigmask; /* pthread_attr_setsigmask_np (if has_sigmask) */
+	uint64_t sigmask;  /* pthread_attr_setsigmask_np (if has_sigmask) */
 } wf_px_attr_t;
 
 #define WF_PX_ATTR_MAGIC 0x57504154u /* "WPAT" */
@@ -223,7 +223,8 @@ static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 		 * that is not valid (FIFO with priority 0 set): EINVAL, as
 		 * glibc's pthread_create. */
 		wf_ult_t *cr = me ? me->current : NULL;
-		int policy = (x->sched_set & SCHED_SET_POLICY) || !cr ? x->policy : cr->sched_policy;
+		int policy =
+			(x->sched_set & SCHED_SET_POLICY) || !cr ? x->policy : cr->sched_policy;
 		int prio = (x->sched_set & SCHED_SET_PRIO) || !cr ? x->prio : cr->sched_prio;
 		if ((e = weft_attr_setschedparam(w, policy, prio)) != 0)
 			return e;
