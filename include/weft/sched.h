@@ -16,7 +16,7 @@
  * per processor with install_scheduler(processor, scheduler).
  *
  * Contract in short (docs/scheduling.md has the long form):
- *   - put, get and idle run only on the worker that owns the state, one at
+ *   - put, get, idle and tick run only on the worker that owns the state, one at
  *     a time: the state needs no locking. ULTs made ready by other kernel
  *     threads reach it through the runtime, which hands them to put on the
  *     owning worker.
@@ -112,6 +112,14 @@ typedef struct weft_sched_ops {
 	/* Optional. The worker found nothing to run and is about to spin and
 	 * then sleep. */
 	void (*idle)(void *state);
+	/* Optional: for policies that take the worker away from a running ULT
+	 * (time slices). Called on the owning worker, with the time, at each
+	 * point where its running ULT may give way without blocking - a wake,
+	 * a create, a priority change; return WEFT_SCHED_PUT_RESCHED to make it
+	 * give way there (it is put back as WEFT_SCHED_PREEMPTED), or 0. weft
+	 * has no timer interrupt: a ULT that makes no such call is not
+	 * ticked. */
+	int (*tick)(void *state, uint64_t now_ns);
 } weft_sched_ops_t;
 
 /* The built-in schedulers.

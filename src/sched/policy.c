@@ -60,6 +60,7 @@
 #include <string.h>
 
 #include "sched/policy.h"
+#include "sched/prio.h"
 #include "util/sys.h"
 
 struct wf_sched_req {
@@ -162,6 +163,8 @@ void wf_sched_domains_changed(void)
 
 static void publish(wf_worker_t *w, wf_sched_block_t *b)
 {
+	if (b->ops->tick) /* the resched points must call it (prio.h) */
+		atomic_store_explicit(&wf_resched_used, 1, memory_order_relaxed);
 	w->sched_ops = b->ops;
 	w->sched_state = b->state;
 	w->sched_block = b;

@@ -42,7 +42,9 @@
  * point that made the other ready (a wake, a create, a priority change;
  * wf_resched_point), so a woken high-priority ULT runs at once rather than
  * at the waker's next block. A ULT that computes without such calls keeps
- * its worker: an RR slice is enforced at its next scheduling point only.
+ * its worker: an RR slice is enforced at its next scheduling point only
+ * (prio_put, when an equal ULT is made ready; prio_tick, when one is ready
+ * already).
  * put runs on the worker that owns the state, so the running ULT it
  * compares with is that worker's current one.
  *
@@ -300,6 +302,20 @@ static weft_sched_node_t *prio_get(void *state)
 	return n;
 }
 
+/* The running ULT's RR slice is over and a ULT of its rank or higher is
+ * ready: it gives way, to the tail of its priority (prio_put). */
+static int prio_tick(void *state, uint64_t now)
+{
+	prio_t *s = state;
+	wf_ult_t *cur = wf_worker_self()->current;
+	if (!cur || cur->sched_policy != SCHED_RR || now < s->slice_end)
+		return 0;
+	int best = q_best(&s->local), cb = atomic_load_explicit(&central.best, memory_order_relaxed);
+	if (cb > best)
+		best = cb;
+	return best >= __atomic_load_n(&cur->rank, __ATOMIC_RELAXED) ? WEFT_SCHED_PUT_RESCHED : 0;
+}
+
 static int prio_empty(const void *state)
 {
 	(void)state;
@@ -315,4 +331,5 @@ const weft_sched_ops_t weft_sched_prio = {
 	.put = prio_put,
 	.get = prio_get,
 	.empty = prio_empty,
+	.tick = prio_tick,
 };

@@ -57,9 +57,10 @@ WF_HIDDEN extern atomic_uint wf_prio_gen;
  * of its priority, as POSIX puts a preempted thread. Only from a ULT or
  * foreign thread that holds no internal lock. */
 WF_HIDDEN void wf_resched_now(void);
-/* Has any put ever asked a ULT to give way (set once, by the worker whose
- * put asked, before its own resched point reads it)? Keeps the points free
- * for programs that never use a scheduler that asks: one load. */
+/* Has any put ever asked a ULT to give way, or a scheduler with a tick
+ * been started (set once, by the worker concerned, before its own resched
+ * point reads it)? Keeps the points free for programs that never use a
+ * scheduler that asks: one load. */
 WF_HIDDEN extern atomic_int wf_resched_used;
 /* Ask w's running ULT to give way at its next resched point. Called only
  * by w's owner. */

@@ -406,7 +406,12 @@ atomic_int wf_resched_used;
 void wf_resched_now(void)
 {
 	wf_worker_t *w = wf_worker_self();
-	if (w && w->current && unlikely(w->resched))
+	if (!w || !w->current)
+		return;
+	if (w->sched_ops->tick &&
+	    (w->sched_ops->tick(w->sched_state, wf_now_ns()) & WEFT_SCHED_PUT_RESCHED))
+		w->resched = 1;
+	if (unlikely(w->resched))
 		switch_away(w, w->current, WF_AFTER_PREEMPT, NULL);
 }
 

@@ -270,6 +270,62 @@ static void test_two_workers_run_the_highest_anywhere(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* SCHED_RR: a ULT that keeps running (with scheduling points that do not
+ * block: here a priority call) gives way to an equal one once its slice is
+ * over; under SCHED_FIFO it never does. */
+static atomic_int other_ran;
+static uint64_t other_at;
+
+static void *rr_spinner(void *arg)
+{
+	int policy = (int)(intptr_t)arg;
+	uint64_t start = wt_now_ns();
+	while (!atomic_load(&other_ran) && wt_now_ns() - start < 1000000000ull) {
+		uint64_t end = wt_now_ns() + 1000000; /* 1 ms of work */
+		while (wt_now_ns() < end)
+			;
+		WT_OK(weft_setschedparam(WEFT_NULL, policy, 10)); /* a scheduling point */
+	}
+	return (void *)(uintptr_t)(wt_now_ns() - start);
+}
+
+static void *rr_other(void *arg)
+{
+	(void)arg;
+	other_at = wt_now_ns();
+	atomic_store(&other_ran, 1);
+	return NULL;
+}
+
+static uint64_t run_spinner_and_other(int policy)
+{
+	init_with(1, "prio");
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
+	atomic_store(&other_ran, 0);
+	weft_t a = spawn_prio(policy, 10, rr_spinner, (void *)(intptr_t)policy);
+	weft_t b = spawn_prio(policy, 10, rr_other, NULL);
+	uint64_t ran = (uint64_t)(uintptr_t)wt_join(a);
+	wt_join(b);
+	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_shutdown());
+	return ran;
+}
+
+static void test_rr_slice_gives_way_at_a_scheduling_point(void **state)
+{
+	uint64_t ran = run_spinner_and_other(SCHED_RR);
+	/* The spinner stopped because the other ran: after one slice (100 ms),
+	 * well before its 1 s limit. */
+	WT_CMPU(ran, >=, WEFT_SCHED_RR_SLICE_NS * 9 / 10);
+	WT_CMPU(ran, <, 1000000000ull);
+}
+
+static void test_fifo_keeps_the_worker_past_a_slice(void **state)
+{
+	uint64_t ran = run_spinner_and_other(SCHED_FIFO);
+	WT_CMPU(ran, >=, 1000000000ull); /* it ran to its limit: the other waited */
+}
+
 /* ---- wait queues, under every scheduler ------------------------------------- */
 
 #define NWAIT 6
@@ -421,6 +477,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lowering_own_priority_yields),
 		cmocka_unit_test(test_woken_high_runs_before_64_ready_low),
 		cmocka_unit_test(test_two_workers_run_the_highest_anywhere),
+		cmocka_unit_test(test_rr_slice_gives_way_at_a_scheduling_point),
+		cmocka_unit_test(test_fifo_keeps_the_worker_past_a_slice),
 		cmocka_unit_test(test_mutex_wakes_by_priority),
 		cmocka_unit_test(test_cond_signal_wakes_by_priority),
 		cmocka_unit_test(test_sem_post_wakes_by_priority),
