@@ -310,7 +310,8 @@ static int prio_tick(void *state, uint64_t now)
 	wf_ult_t *cur = wf_worker_self()->current;
 	if (!cur || cur->sched_policy != SCHED_RR || now < s->slice_end)
 		return 0;
-	int best = q_best(&s->local), cb = atomic_load_explicit(&central.best, memory_order_relaxed);
+	int best = q_best(&s->local),
+	    cb = atomic_load_explicit(&central.best, memory_order_relaxed);
 	if (cb > best)
 		best = cb;
 	return best >= __atomic_load_n(&cur->rank, __ATOMIC_RELAXED) ? WEFT_SCHED_PUT_RESCHED : 0;
