@@ -220,6 +220,16 @@ void wt_init(int workers)
 	WT_OK(weft_init(&c));
 }
 
+void wt_init_sched(int workers, const char *scheds)
+{
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.workers = workers;
+	c.sched = 0;
+	c.scheds = scheds;
+	WT_OK(weft_init(&c));
+}
+
 void wt_fini(void)
 {
 	uint64_t deadline = wt_now_ns() + 10000000000ull;

@@ -114,6 +114,9 @@ uint64_t wt_now_ns(void);
 /* weft_init with the environment's config (the ctest variant picks the
  * scheduler and context) and `workers` workers (0: the default). */
 void wt_init(int workers);
+/* weft_init with `workers` workers (0: the default) running the scheduler
+ * spec `scheds` (WEFT_SCHED's grammar), whatever the variant. */
+void wt_init_sched(int workers, const char *scheds);
 /* weft_shutdown, retrying while detached ULTs finish exiting (EBUSY) for up
  * to 10 s. Use plain WT_OK(weft_shutdown()) where no ULT may be alive. */
 void wt_fini(void);

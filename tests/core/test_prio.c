@@ -9,16 +9,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static void init_with(int workers, const char *scheds)
-{
-	weft_config_t c;
-	WT_OK(weft_config_init(&c));
-	c.workers = workers;
-	c.sched = 0;
-	c.scheds = scheds;
-	WT_OK(weft_init(&c));
-}
-
 static weft_t spawn_prio(int policy, int prio, void *(*fn)(void *), void *arg)
 {
 	weft_attr_t a;
@@ -108,7 +98,7 @@ static void *record_start(void *arg)
  * last, whatever order they were made ready in. */
 static void test_ready_ults_run_by_priority(void **state)
 {
-	init_with(1, "prio");
+	wt_init_sched(1, "prio");
 	/* Above them all, so that creating them does not run them. */
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
 	static const int policy[] = {SCHED_OTHER, SCHED_FIFO,  SCHED_RR,
@@ -132,7 +122,7 @@ static void test_ready_ults_run_by_priority(void **state)
  * scheduling point); one that does not waits. */
 static void test_create_of_higher_runs_it_at_once(void **state)
 {
-	init_with(1, "prio");
+	wt_init_sched(1, "prio");
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 20));
 	atomic_store(&order_next, 0);
 	weft_t lo = spawn_prio(SCHED_FIFO, 10, record_start, (void *)1);
@@ -149,7 +139,7 @@ static void test_create_of_higher_runs_it_at_once(void **state)
 /* A ULT that lowers its own priority below a ready one gives way at once. */
 static void test_lowering_own_priority_yields(void **state)
 {
-	init_with(1, "prio");
+	wt_init_sched(1, "prio");
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 50));
 	atomic_store(&order_next, 0);
 	weft_t t = spawn_prio(SCHED_FIFO, 40, record_start, (void *)1);
@@ -202,7 +192,7 @@ static void *high_waiter(void *arg)
 
 static void test_woken_high_runs_before_64_ready_low(void **state)
 {
-	init_with(1, "prio");
+	wt_init_sched(1, "prio");
 	WT_OK(weft_sem_init(&wake_sem, 0, 0));
 	weft_t h = spawn_prio(SCHED_FIFO, 50, high_waiter, NULL); /* runs and blocks */
 	weft_t t[LOW];
@@ -247,7 +237,7 @@ static void test_two_workers_run_the_highest_anywhere(void **state)
 {
 	if (wt_usable_cpus() < 2)
 		wt_skip("needs two CPUs for two workers to run at once");
-	init_with(2, "prio");
+	wt_init_sched(2, "prio");
 	/* Main (on worker 0, the highest) queues the low ULTs; worker 1 takes
 	 * them one by one. */
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 90));
@@ -299,7 +289,7 @@ static void *rr_other(void *arg)
 
 static uint64_t run_spinner_and_other(int policy)
 {
-	init_with(1, "prio");
+	wt_init_sched(1, "prio");
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
 	atomic_store(&other_ran, 0);
 	weft_t a = spawn_prio(policy, 10, rr_spinner, (void *)(intptr_t)policy);

@@ -72,16 +72,6 @@ static const weft_sched_ops_t fifo_ops = {
 	.get = fifo_get,
 };
 
-static void init_with(int workers, const char *scheds)
-{
-	weft_config_t c;
-	WT_OK(weft_config_init(&c));
-	c.workers = workers;
-	c.sched = 0;
-	c.scheds = scheds;
-	WT_OK(weft_init(&c));
-}
-
 static const char *sched_name(int worker)
 {
 	const weft_sched_ops_t *ops = NULL;
@@ -199,7 +189,7 @@ static void test_hint_round_trip(void **state)
 static void test_spec_gives_each_worker_its_scheduler(void **state)
 {
 	WT_OK(weft_sched_register(&fifo_ops));
-	init_with(3, "share,test_fifo:1,steal:2-2");
+	wt_init_sched(3, "share,test_fifo:1,steal:2-2");
 	WT_EQ_STR(sched_name(0), "share");
 	WT_EQ_STR(sched_name(1), "test_fifo");
 	WT_EQ_STR(sched_name(2), "steal");
@@ -208,7 +198,7 @@ static void test_spec_gives_each_worker_its_scheduler(void **state)
 
 	/* The environment, through weft_config_init; unnamed workers steal. */
 	setenv("WEFT_SCHED", "share:1", 1);
-	init_with(2, NULL);
+	wt_init_sched(2, NULL);
 	WT_EQ_STR(sched_name(0), "steal");
 	WT_EQ_STR(sched_name(1), "share");
 	WT_OK(weft_shutdown());
@@ -315,7 +305,7 @@ static void test_no_stealing_across_schedulers(void **state)
 {
 	if (wt_usable_cpus() < 2)
 		wt_skip("needs two CPUs for the idle worker to try stealing");
-	init_with(2, "share:0,steal:1");
+	wt_init_sched(2, "share:0,steal:1");
 	wt_join(wt_spawn_on(1, spawner, NULL));
 	for (int i = 0; i < CHILDREN; i++)
 		if (ran_on[i] != 1)
