@@ -16,7 +16,8 @@
  * Where the ranks live. A ULT's policy, priority and rank are in its
  * descriptor (ult.h), set at creation (explicit, or inherited from the
  * creator) and by wf_prio_set. prio_lock serialises the writers, so
- * that a boost (a mutex that inherits or protects a priority, sync/mutex.c)
+ * that a boost (a mutex that inherits or protects a priority,
+ * src/posix/prio_mutex.c)
  * and a priority change agree on the result; readers (schedulers, wait
  * queues) read the rank with a relaxed load. The rank a queue read may be
  * stale by the time the ULT is taken: every change bumps wf_prio_gen, and
@@ -37,7 +38,9 @@
  *
  * Preemption. weft does not interrupt a running ULT. A ULT made ready that
  * outranks the one running on the worker that made it ready - or an RR
- * ULT's equal whose slice has run out - makes put return
+ * ULT's equal whose slice has run out - makes put return (put runs on the
+ * worker that owns the state, so the running ULT is that worker's current
+ * one)
  * WEFT_SCHED_PUT_RESCHED: the runtime makes the running ULT yield at the
  * point that made the other ready (a wake, a create, a priority change;
  * wf_resched_point), so a woken high-priority ULT runs at once rather than
@@ -45,8 +48,6 @@
  * its worker: an RR slice is enforced at its next scheduling point only
  * (prio_put, when an equal ULT is made ready; prio_tick, when one is ready
  * already).
- * put runs on the worker that owns the state, so the running ULT it
- * compares with is that worker's current one.
  *
  * Hand-offs (weft_park_handoff, the join exit hand-off) do not bypass a
  * scheduler other than steal and share: the ULT handed to is put, and get

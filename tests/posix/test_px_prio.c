@@ -1100,6 +1100,46 @@ static void test_prio_protect_below_the_caller_is_einval(void **state)
 	rt_leave(&saved);
 }
 
+/* weft records the priority-inheriting mutexes a thread holds, up to 16:
+ * one more is EAGAIN (POSIX lets a lock fail so when a limit is reached).
+ * glibc has no such limit: every lock succeeds there. */
+static void test_prio_inherit_holding_many_may_fail(void **state)
+{
+	enum { N = 17 };
+	pthread_mutex_t m[N];
+	pthread_mutexattr_t ma;
+	PX_OK(pthread_mutexattr_init(&ma));
+	PX_OK(pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT));
+	for (int i = 0; i < N; i++)
+		PX_OK(pthread_mutex_init(&m[i], &ma));
+	PX_OK(pthread_mutexattr_destroy(&ma));
+	int locked = 0;
+	for (int i = 0; i < N; i++) {
+		int e = pthread_mutex_lock(&m[i]);
+		if (e == 0) {
+			locked++;
+			continue;
+		}
+		PX_ERR(e, EAGAIN);
+		PX_CMP(i, ==, 16);
+	}
+	PX_CMP(locked, >=, 16);
+	if (px_weft())
+		PX_CMP(locked, ==, 16); /* the 17th was refused */
+	/* Releasing one makes room again. */
+	PX_OK(pthread_mutex_unlock(&m[0]));
+	if (locked < N) {
+		PX_OK(pthread_mutex_lock(&m[N - 1]));
+		locked++;
+	} else {
+		locked--;
+	}
+	for (int i = 1; i < N; i++)
+		PX_OK(pthread_mutex_unlock(&m[i]));
+	for (int i = 0; i < N; i++)
+		PX_OK(pthread_mutex_destroy(&m[i]));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1127,6 +1167,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_prio_none_lets_a_middle_thread_delay_the_high_one),
 		PX_TEST(test_prio_protect_runs_the_owner_at_the_ceiling),
 		PX_TEST(test_prio_protect_below_the_caller_is_einval),
+		PX_TEST(test_prio_inherit_holding_many_may_fail),
 		PX_TEST(test_rwlock_rdlock_waits_for_equal_writer),
 	};
 	return PX_RUN(argc, argv, tests);
