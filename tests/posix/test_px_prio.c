@@ -1140,6 +1140,24 @@ static void test_prio_inherit_holding_many_may_fail(void **state)
 		PX_OK(pthread_mutex_destroy(&m[i]));
 }
 
+/* A bad clock is EINVAL for a priority-inheriting mutex too, before
+ * anything is locked. */
+static void test_prio_inherit_clocklock_bad_clock(void **state)
+{
+	pthread_mutex_t m;
+	pthread_mutexattr_t ma;
+	PX_OK(pthread_mutexattr_init(&ma));
+	PX_OK(pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT));
+	PX_OK(pthread_mutex_init(&m, &ma));
+	PX_OK(pthread_mutexattr_destroy(&ma));
+	struct timespec ts;
+	PX_SYSOK(clock_gettime(CLOCK_MONOTONIC, &ts));
+	PX_ERR(pthread_mutex_clocklock(&m, (clockid_t)12345, &ts), EINVAL);
+	PX_OK(pthread_mutex_trylock(&m)); /* still free */
+	PX_OK(pthread_mutex_unlock(&m));
+	PX_OK(pthread_mutex_destroy(&m));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1168,6 +1186,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_prio_protect_runs_the_owner_at_the_ceiling),
 		PX_TEST(test_prio_protect_below_the_caller_is_einval),
 		PX_TEST(test_prio_inherit_holding_many_may_fail),
+		PX_TEST(test_prio_inherit_clocklock_bad_clock),
 		PX_TEST(test_rwlock_rdlock_waits_for_equal_writer),
 	};
 	return PX_RUN(argc, argv, tests);
