@@ -208,13 +208,16 @@ static void test_woken_high_runs_before_64_ready_low(void **state)
 
 /* Two workers running prio: a ULT made ready while lower ones are queued
  * starts before any of them, even though the other worker is the one that
- * takes it. Worker 0 stays busy with a high ULT; worker 1 works through the
- * low ULTs; once the high one is made ready, at most one low ULT (taken
- * before it was queued) starts before it. Under steal the high ULT would sit
- * in worker 0's deque until worker 0 is free. */
+ * takes it. The main ULT (the highest) keeps one worker; the other works
+ * through the low ULTs; the high ULT, parked on a semaphore, is made ready
+ * by a post (no allocation, so nothing slow between the post and the count
+ * read after it), and at most one low ULT - taken before the post - starts
+ * after the post and before it. Under steal the high ULT would wait in the
+ * poster's deque behind the low ones the other worker steals first. */
 #define NLOW 40
-static atomic_int low_started, hi_started;
-static int low_before_hi;
+static atomic_int low_started, hi_started, hi_waiting;
+static int low_at_hi;
+static weft_sem_t hi_sem;
 
 static void *low_unit(void *arg)
 {
@@ -228,7 +231,10 @@ static void *low_unit(void *arg)
 
 static void *hi_unit(void *arg)
 {
-	low_before_hi = atomic_load(&low_started) - (int)(intptr_t)arg;
+	(void)arg;
+	atomic_store(&hi_waiting, 1);
+	WT_OK(weft_sem_wait(&hi_sem));
+	low_at_hi = atomic_load(&low_started);
 	atomic_store(&hi_started, 1);
 	return NULL;
 }
@@ -238,25 +244,27 @@ static void test_two_workers_run_the_highest_anywhere(void **state)
 	if (wt_usable_cpus() < 2)
 		wt_skip("needs two CPUs for two workers to run at once");
 	wt_init_sched(2, "prio");
-	/* Main (on worker 0, the highest) queues the low ULTs; worker 1 takes
-	 * them one by one. */
+	WT_OK(weft_sem_init(&hi_sem, 0, 0));
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 90));
+	weft_t h = spawn_prio(SCHED_FIFO, 10, hi_unit, NULL);
+	WT_WAIT(atomic_load(&hi_waiting), 10); /* main's yields let it park */
 	weft_t t[NLOW];
 	for (int i = 0; i < NLOW; i++)
 		t[i] = spawn_prio(SCHED_OTHER, 0, low_unit, NULL);
-	WT_WAIT(atomic_load(&low_started) >= 2, 10); /* main's yields come back to it */
-	int before = atomic_load(&low_started);
-	weft_t h = spawn_prio(SCHED_FIFO, 10, hi_unit, (void *)(intptr_t)before);
-	/* Keep worker 0 (no yield) until the high ULT has started elsewhere. */
+	WT_WAIT(atomic_load(&low_started) >= 2, 10);
+	WT_OK(weft_sem_post(&hi_sem));
+	int after_post = atomic_load(&low_started);
+	/* Keep this worker (no yield) until the high ULT has started. */
 	uint64_t end = wt_now_ns() + 10000000000ull;
 	while (!atomic_load(&hi_started) && wt_now_ns() < end)
 		;
-	WT_TRUE(atomic_load(&hi_started), "the high ULT never started on worker 1");
-	WT_CMP(low_before_hi, <=, 1);
+	WT_TRUE(atomic_load(&hi_started), "the high ULT never started on the other worker");
+	WT_CMP(low_at_hi - after_post, <=, 1);
 	wt_join(h);
 	for (int i = 0; i < NLOW; i++)
 		wt_join(t[i]);
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
+	WT_OK(weft_sem_destroy(&hi_sem));
 	WT_OK(weft_shutdown());
 }
 
@@ -359,9 +367,10 @@ static void *sem_waiter(void *arg)
 	return NULL;
 }
 
-/* Start the waiters on one worker (all bound to 0, so that the order they
- * reach the queue is their creation order) and wait until all are blocked. */
-static void start_waiters(weft_t *t, void *(*fn)(void *), weft_mutex_t *held)
+/* Start the waiters on the caller's worker, 0 (all bound to it, so that
+ * each runs, once the caller yields, until it blocks: they reach the queue
+ * in creation order whatever the timing), one at a time. */
+static void start_waiters(weft_t *t, void *(*fn)(void *))
 {
 	atomic_store(&order_next, 0);
 	atomic_store(&waiting, 0);
@@ -377,7 +386,6 @@ static void start_waiters(weft_t *t, void *(*fn)(void *), weft_mutex_t *held)
 		for (int k = 0; k < 20; k++)
 			weft_yield();
 	}
-	(void)held;
 }
 
 static void check_order(const char *what)
@@ -388,9 +396,9 @@ static void check_order(const char *what)
 				 wait_want[i]);
 }
 
-static void test_mutex_wakes_by_priority(void **state)
+static void *mutex_order(void *arg)
 {
-	wt_init(0);
+	(void)arg;
 	/* Waiters that park at once: a spinning SCHED_OTHER waiter could take
 	 * the lock before the woken one (barging), which is allowed. */
 	weft_mutexattr_t ma;
@@ -402,7 +410,7 @@ static void test_mutex_wakes_by_priority(void **state)
 	 * one before the others are queued. */
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
 	WT_OK(weft_mutex_lock(&mtx));
-	start_waiters(t, mutex_waiter, &mtx);
+	start_waiters(t, mutex_waiter);
 	WT_EQ(atomic_load(&order_next), 0);
 	WT_OK(weft_mutex_unlock(&mtx));
 	for (int i = 0; i < NWAIT; i++)
@@ -410,18 +418,25 @@ static void test_mutex_wakes_by_priority(void **state)
 	check_order("mutex");
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
 	WT_OK(weft_mutex_destroy(&mtx));
+	return NULL;
+}
+
+static void test_mutex_wakes_by_priority(void **state)
+{
+	wt_init(0);
+	wt_join(wt_spawn_on(0, mutex_order, NULL));
 	wt_fini();
 }
 
-static void test_cond_signal_wakes_by_priority(void **state)
+static void *cond_order(void *arg)
 {
-	wt_init(0);
+	(void)arg;
 	WT_OK(weft_mutex_init(&mtx, NULL));
 	WT_OK(weft_cond_init(&cnd, NULL));
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
 	cond_go = 0;
 	weft_t t[NWAIT];
-	start_waiters(t, cond_waiter, NULL);
+	start_waiters(t, cond_waiter);
 	for (int i = 0; i < NWAIT; i++) {
 		WT_OK(weft_mutex_lock(&mtx));
 		cond_go++;
@@ -435,16 +450,23 @@ static void test_cond_signal_wakes_by_priority(void **state)
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
 	WT_OK(weft_cond_destroy(&cnd));
 	WT_OK(weft_mutex_destroy(&mtx));
+	return NULL;
+}
+
+static void test_cond_signal_wakes_by_priority(void **state)
+{
+	wt_init(0);
+	wt_join(wt_spawn_on(0, cond_order, NULL));
 	wt_fini();
 }
 
-static void test_sem_post_wakes_by_priority(void **state)
+static void *sem_order(void *arg)
 {
-	wt_init(0);
+	(void)arg;
 	WT_OK(weft_sem_init(&sem, 0, 0));
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
 	weft_t t[NWAIT];
-	start_waiters(t, sem_waiter, NULL);
+	start_waiters(t, sem_waiter);
 	for (int i = 0; i < NWAIT; i++) {
 		WT_OK(weft_sem_post(&sem));
 		WT_WAIT(atomic_load(&order_next) == i + 1, 10);
@@ -454,6 +476,13 @@ static void test_sem_post_wakes_by_priority(void **state)
 	check_order("semaphore");
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_OTHER, 0));
 	WT_OK(weft_sem_destroy(&sem));
+	return NULL;
+}
+
+static void test_sem_post_wakes_by_priority(void **state)
+{
+	wt_init(0);
+	wt_join(wt_spawn_on(0, sem_order, NULL));
 	wt_fini();
 }
 
