@@ -46,6 +46,18 @@
  *   RUNNABLE -> RUNNING. Every other state move is checked too (WF_ULT_MOVE,
  *   ult.h).
  *
+ * errno
+ *   errno is a variable of the kernel thread (glibc's TLS), which every ULT
+ *   of a worker shares. So each ULT keeps its own value: switch_away saves
+ *   the worker's errno into the leaving ULT (saved_errno) and, once it is
+ *   resumed - on whichever worker, after the after-switch action, which
+ *   may make system calls - writes it back into that worker's errno; a
+ *   new ULT starts with 0 (ult_entry). Two loads and two stores per
+ *   switch. What this cannot fix: code that keeps errno's *address* across
+ *   a call that blocks (compilers may, __errno_location being const) and
+ *   then migrates writes the old worker's errno - per-ULT thread-local
+ *   storage is the cure for that.
+ *
  * Schedulers (policy.c)
  *   Which ready ULT a worker runs next is its scheduler's decision: a table
  *   of operations over a per-worker state (include/weft/sched.h), steal
@@ -86,6 +98,7 @@
 #include "util/fence.h"
 #include "util/sys.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 
@@ -101,6 +114,8 @@ __attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
 void wf_worker_set_self(wf_worker_t *w)
 {
 	wf_tls_worker = w;
+	if (w)
+		w->errno_loc = &errno; /* called on w's own kernel thread */
 }
 
 /* Put u, now RUNNABLE, where it will run, for reason `why` (enum
@@ -335,8 +350,10 @@ static inline wf_worker_t *switch_away(wf_worker_t *w, wf_ult_t *self, int actio
 	wf_stack_check(&self->stack);
 	w->prev = self;
 	w->prev_action = action;
+	self->saved_errno = *w->errno_loc;
 	w = wf_ctx_switch(&self->ctx, switch_tail(w, self, next), w);
 	wf_after_switch(w);
+	*w->errno_loc = self->saved_errno;
 	return w;
 }
 

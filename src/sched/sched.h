@@ -104,6 +104,7 @@ typedef struct wf_worker {
 	clockid_t cpu_clockid;     /* this kernel thread's CPU clock (cpuclock.c) */
 	pthread_t thread;
 	stack_t old_altstack;
+	int *errno_loc; /* this kernel thread's errno (sched.c, "errno") */
 
 	/* Counters, written by the owner, readable by anyone (relaxed):
 	 * weft_worker_stats. */

@@ -14,7 +14,9 @@ void (*wf_ult_return_hook)(wf_ult_t *u);
 static void ult_entry(void *transfer, void *arg)
 {
 	wf_ctx_entered();
-	wf_after_switch(transfer);
+	wf_worker_t *w = transfer;
+	wf_after_switch(w);
+	*w->errno_loc = 0; /* a new thread's errno (sched.c, "errno") */
 	wf_ult_t *u = arg;
 	u->retval = u->fn(u->arg);
 	if (unlikely(u->tsd != NULL))
@@ -38,6 +40,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->bound_worker = -1;
 	u->last_worker = -1;
 	u->sched_hint = 0;
+	u->saved_errno = 0;
 	atomic_store_explicit(&u->joiner, WF_JOIN_NONE, memory_order_relaxed);
 	atomic_store_explicit(&u->joining, NULL, memory_order_relaxed);
 	u->join_target = NULL;

@@ -117,6 +117,8 @@ typedef struct wf_ult {
 	int last_worker;                  /* worker that ran it last */
 	int why;                          /* enum weft_sched_why, while in an inbox or the
 	                                     global queue on its way to a scheduler */
+	int saved_errno;                  /* its errno while it does not run (sched.c,
+	                                     switch_away); owned by the ULT */
 	uint64_t sched_hint;              /* weft_sched_sethint's; read by schedulers */
 	atomic_uintptr_t joiner;          /* WF_JOIN_* or the joiner's wf_parker */
 	_Atomic(struct wf_ult *) joining; /* the ULT this one is joining (cycle check) */

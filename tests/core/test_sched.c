@@ -3,6 +3,7 @@
  * initialises the runtime and shuts it down. */
 #include "harness.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -516,6 +517,70 @@ static void test_many_yielding_ults_all_finish(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* ---- errno per ULT ---------------------------------------------------------- */
+
+/* errno through calls the compiler cannot fold: __errno_location is a
+ * const function, whose result may be kept across a yield otherwise. */
+static __attribute__((noinline)) int get_errno(void)
+{
+	return errno;
+}
+
+static __attribute__((noinline)) void set_errno(int v)
+{
+	errno = v;
+}
+
+#define ERRNO_ULTS 8
+static atomic_int errno_bad;
+
+static void *keep_own_errno(void *arg)
+{
+	int mine = 1000 + (int)(intptr_t)arg;
+	WT_EQ(get_errno(), 0); /* a new ULT starts with 0 */
+	set_errno(mine);
+	for (int i = 0; i < 2000; i++) {
+		if (i % 3 == 2)
+			WT_OK(weft_sleep_ns(10000)); /* parks, may resume elsewhere */
+		else
+			weft_yield();
+		if (get_errno() != mine)
+			atomic_fetch_add(&errno_bad, 1);
+		set_errno(mine);
+	}
+	return NULL;
+}
+
+static void run_errno_ults(int workers)
+{
+	wt_init(workers);
+	atomic_store(&errno_bad, 0);
+	set_errno(ERANGE);
+	weft_t t[ERRNO_ULTS];
+	for (int i = 0; i < ERRNO_ULTS; i++)
+		t[i] = wt_spawn(NULL, keep_own_errno, (void *)(intptr_t)i);
+	for (int i = 0; i < ERRNO_ULTS; i++)
+		wt_join(t[i]);
+	WT_EQ(get_errno(), ERANGE); /* main's own, kept across its joins */
+	WT_EQ(atomic_load(&errno_bad), 0);
+	wt_fini();
+}
+
+/* Each ULT has its own errno: ULTs that share a worker do not see each
+ * other's value. */
+static void test_errno_is_per_ult_on_one_worker(void **state)
+{
+	run_errno_ults(1);
+}
+
+/* ... and a ULT that moves to another worker takes its value along. */
+static void test_errno_follows_a_migrating_ult(void **state)
+{
+	if (wt_usable_cpus() < 2)
+		wt_skip("needs two CPUs for ULTs to move between workers");
+	run_errno_ults(2);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -532,6 +597,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_worker_id_matches_kernel_thread),
 		cmocka_unit_test(test_idle_workers_sleep),
 		cmocka_unit_test(test_many_yielding_ults_all_finish),
+		cmocka_unit_test(test_errno_is_per_ult_on_one_worker),
+		cmocka_unit_test(test_errno_follows_a_migrating_ult),
 	};
 	return WT_RUN(argc, argv, tests);
 }

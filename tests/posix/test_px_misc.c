@@ -245,9 +245,6 @@ static void *keep_errno(void *arg)
 /* errno is per thread. */
 static void test_errno_per_thread(void **state)
 {
-	if (px_weft())
-		PX_SKIP("errno belongs to weft's worker, not to the thread "
-			"(docs/posix-coverage.md)");
 	pthread_t t[N_ERRNO];
 	for (int i = 0; i < N_ERRNO; i++)
 		t[i] = px_start(NULL, keep_errno, (void *)(intptr_t)i);
