@@ -1,11 +1,13 @@
 /* libweft-pthread.so only (WEFT_PRELOAD): what makes LD_PRELOAD work.
  *
  *   - wf_sys: weft's own calls to glibc's threading functions, resolved to
- *     the definitions after ours (src/util/sys.h), before anything else;
- *   - weft starts before main, from a constructor on the main thread, so
- *     main (and the program's own constructors, which run later) is the
- *     root ULT; returning from main or calling exit() from any thread ends
- *     the process as usual;
+ *     the definitions after ours (src/util/sys.h) on first use - which may
+ *     come from another library's constructor, before ours runs;
+ *   - weft starts before main, from a constructor on the main thread (or
+ *     earlier, lazily, when another library's constructor calls a pthread
+ *     function first - libgomp's does), so main (and the program's own
+ *     constructors, which run later) is the root ULT; returning from main
+ *     or calling exit() from any thread ends the process as usual;
  *   - glibc's cleanup-handler protocol (unwind.c).
  */
 #include <dlfcn.h>
@@ -31,16 +33,28 @@ static void *next_symbol(const char *name)
 	return p;
 }
 
-__attribute__((constructor(101))) static void wf_sys_init(void)
+/* Every look-up stores the same value, so threads that race here (only
+ * possible before main, if another library's constructor starts threads)
+ * agree; each pointer is stored whole. */
+struct wf_sys *wf_sys_resolve(void)
 {
-#define WF_SYS_RESOLVE(ret, name, args) wf_sys.name = (ret(*) args)next_symbol(#name);
+#define WF_SYS_RESOLVE(ret, name, args) \
+	__atomic_store_n(&wf_sys.name, (ret(*) args)next_symbol(#name), __ATOMIC_RELAXED);
 	WF_SYS_CALLS(WF_SYS_RESOLVE)
 #undef WF_SYS_RESOLVE
+	return &wf_sys;
+}
+
+__attribute__((constructor(101))) static void wf_sys_init(void)
+{
+	wf_sys_resolve();
 }
 
 __attribute__((constructor(102))) static void wf_preload_start(void)
 {
 	int e = weft_init(NULL);
+	if (e == EBUSY && atomic_load(&wf_rt.state) == WF_RT_RUNNING)
+		return; /* started already, lazily, by an earlier constructor's call */
 	if (e) {
 		fprintf(stderr, "weft: libweft-pthread.so: weft_init: %s\n", strerror(e));
 		abort();

@@ -6,8 +6,9 @@
  * internal call to one of those names would reach weft's own version. So
  * weft calls them as WF_SYS(name)(...): the plain function in libweft, and
  * in the preload build (WEFT_PRELOAD) the next definition after ours -
- * glibc's - looked up once, before anything else runs (wf_sys_init,
- * src/posix/preload.c).
+ * glibc's - looked up on first use (wf_sys_resolve, src/posix/preload.c):
+ * another library's constructor may call a pthread function before ours
+ * runs (libgomp's does), and that call must find glibc's.
  */
 #ifndef WF_UTIL_SYS_H
 #define WF_UTIL_SYS_H
@@ -54,7 +55,10 @@ struct wf_sys {
 };
 #undef WF_SYS_FIELD
 __attribute__((visibility("hidden"))) extern struct wf_sys wf_sys;
-#define WF_SYS(name) (wf_sys.name)
+/* Look every function up (idempotent); returns &wf_sys. */
+__attribute__((visibility("hidden"))) struct wf_sys *wf_sys_resolve(void);
+#define WF_SYS(name) \
+	(__builtin_expect(wf_sys.name != NULL, 1) ? wf_sys.name : wf_sys_resolve()->name)
 #else
 #define WF_SYS(name) name
 #endif
