@@ -129,6 +129,14 @@ static int valid_ceiling(int c)
 	return c >= sched_get_priority_min(SCHED_FIFO) && c <= sched_get_priority_max(SCHED_FIFO);
 }
 
+/* The ceiling an attribute holds; one never set is the lowest SCHED_FIFO
+ * priority, as glibc's. */
+static int ceiling_of_attr(uint32_t w)
+{
+	int c = (int)((w >> MA_CEIL_SHIFT) & 0xff);
+	return c ? c : sched_get_priority_min(SCHED_FIFO);
+}
+
 WF_PX_API int WF_PX(pthread_mutexattr_setprioceiling)(pthread_mutexattr_t *a, int c)
 {
 	uint32_t *w = attr_word(a);
@@ -143,7 +151,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_getprioceiling)(const pthread_mutexattr_t 
 	uint32_t *w = attr_word(a);
 	if (!w || !c)
 		return EINVAL;
-	*c = (int)((*w >> MA_CEIL_SHIFT) & 0xff);
+	*c = ceiling_of_attr(*w);
 	return 0;
 }
 
@@ -179,8 +187,8 @@ WF_PX_API int WF_PX(pthread_mutex_init)(pthread_mutex_t *m, const pthread_mutexa
 	int e = weft_mutex_init(M(m), &wa);
 	if (!e && a) {
 		uint32_t w = *attr_word(a);
-		M(m)->reserved = (uint16_t)(((w >> MA_PROTO_SHIFT) & 3) << 8 |
-					    ((w >> MA_CEIL_SHIFT) & 0xff));
+		M(m)->reserved =
+			(uint16_t)(((w >> MA_PROTO_SHIFT) & 3) << 8 | (uint32_t)ceiling_of_attr(w));
 	}
 	return e;
 }

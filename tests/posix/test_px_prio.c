@@ -1158,6 +1158,26 @@ static void test_prio_inherit_clocklock_bad_clock(void **state)
 	PX_OK(pthread_mutex_destroy(&m));
 }
 
+/* A mutex attribute's priority ceiling, never set, is the lowest SCHED_FIFO
+ * priority (glibc's answer; POSIX leaves it open), and a PROTECT mutex made
+ * with it reports the same. */
+static void test_default_prioceiling_is_the_lowest_fifo_priority(void **state)
+{
+	pthread_mutexattr_t ma;
+	int c = -1;
+	PX_OK(pthread_mutexattr_init(&ma));
+	PX_OK(pthread_mutexattr_getprioceiling(&ma, &c));
+	PX_EQ(c, sched_get_priority_min(SCHED_FIFO));
+	PX_OK(pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT));
+	pthread_mutex_t m;
+	PX_OK(pthread_mutex_init(&m, &ma));
+	c = -1;
+	PX_OK(pthread_mutex_getprioceiling(&m, &c));
+	PX_EQ(c, sched_get_priority_min(SCHED_FIFO));
+	PX_OK(pthread_mutex_destroy(&m));
+	PX_OK(pthread_mutexattr_destroy(&ma));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1187,6 +1207,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_prio_protect_below_the_caller_is_einval),
 		PX_TEST(test_prio_inherit_holding_many_may_fail),
 		PX_TEST(test_prio_inherit_clocklock_bad_clock),
+		PX_TEST(test_default_prioceiling_is_the_lowest_fifo_priority),
 		PX_TEST(test_rwlock_rdlock_waits_for_equal_writer),
 	};
 	return PX_RUN(argc, argv, tests);
