@@ -309,10 +309,15 @@ WF_PX_API int WF_PX(pthread_detach)(pthread_t t)
 	return wf_detach_id(wf_px_to_weft(t));
 }
 
+/* A kernel thread weft does not run - main before it used weft, a thread
+ * glibc made - exits as glibc's threads do: the process ends with status 0
+ * when its last thread has gone. */
 WF_PX_API _Noreturn void WF_PX(pthread_exit)(void *ret)
 {
-	if (!wf_self())
-		wf_panic("pthread_exit from a kernel thread weft does not run");
+	if (!wf_self()) {
+		WF_SYS(pthread_exit)(ret);
+		__builtin_unreachable();
+	}
 	wf_exit(ret);
 }
 

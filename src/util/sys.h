@@ -22,6 +22,7 @@
 #define WF_SYS_CALLS(X)                                                                          \
 	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)) \
 	X(int, pthread_join, (pthread_t, void **))                                               \
+	X(void, pthread_exit, (void *))                                                          \
 	X(pthread_t, pthread_self, (void))                                                       \
 	X(int, pthread_once, (pthread_once_t *, void (*)(void)))                                 \
 	X(int, pthread_getattr_np, (pthread_t, pthread_attr_t *))                                \
