@@ -88,4 +88,17 @@ if [ -n "$leaks" ]; then
 	echo "FAIL: non-weft_ symbols exported: $leaks"; exit 1
 fi
 echo "ok: only weft_* symbols exported"
+
+# The installed programs find weft's libraries by themselves (run path
+# $ORIGIN/../lib), with no LD_LIBRARY_PATH: weft-bench, and the
+# weft-sim-run that weft-bench sim starts for each row.
+env -u LD_LIBRARY_PATH "$prefix/bin/weft-bench" --help >/dev/null ||
+	{ echo "FAIL: installed weft-bench does not run"; exit 1; }
+out=$(env -u LD_LIBRARY_PATH "$prefix/bin/weft-sim-run" prodcons quick 1 0.01) ||
+	{ echo "FAIL: installed weft-sim-run does not run: $out"; exit 1; }
+out=$(env -u LD_LIBRARY_PATH "$prefix/bin/weft-bench" sim --quick --only prodcons --systems quick 2>&1)
+if echo "$out" | grep -q "error while loading shared libraries"; then
+	echo "FAIL: installed weft-bench sim: $out"; exit 1
+fi
+echo "ok: installed programs run from the prefix"
 echo "PASSED"
