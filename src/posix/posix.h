@@ -68,11 +68,26 @@ enum { WF_PX_LOCK, WF_PX_TRY, WF_PX_CLOCK };
 WF_HIDDEN int wf_px_prio_lock(pthread_mutex_t *m, int how, clockid_t clock,
 			      const struct timespec *t);
 WF_HIDDEN int wf_px_prio_unlock(pthread_mutex_t *m);
-/* Has m a protocol other than PTHREAD_PRIO_NONE (psync.c keeps it in
- * weft_mutex_t.reserved, bits 8-9)? */
+/* A pthread_mutex_t holds a weft_mutex_t; its `reserved` field keeps the
+ * POSIX protocol (bits 8-9, PTHREAD_PRIO_*) and priority ceiling (bits
+ * 0-7), which psync.c sets and prio_mutex.c acts on. */
+#define WF_PX_M(m) ((weft_mutex_t *)(m))
+static inline int wf_px_protocol(const weft_mutex_t *m)
+{
+	return (m->reserved >> 8) & 3;
+}
+static inline int wf_px_ceiling(const weft_mutex_t *m)
+{
+	return m->reserved & 0xff;
+}
+static inline uint16_t wf_px_reserved(int protocol, int ceiling)
+{
+	return (uint16_t)((unsigned)protocol << 8 | (unsigned)ceiling);
+}
+/* Has m a protocol other than PTHREAD_PRIO_NONE? */
 static inline int wf_px_has_protocol(const pthread_mutex_t *m)
 {
-	return m && (((const weft_mutex_t *)m)->reserved & 0x300) != 0;
+	return m && wf_px_protocol((const weft_mutex_t *)m) != PTHREAD_PRIO_NONE;
 }
 
 #endif

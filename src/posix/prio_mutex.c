@@ -48,21 +48,8 @@
 #include "sched/registry.h"
 #include "sync/wait.h"
 
-#define M(m) ((weft_mutex_t *)(m))
-
 /* Links of an inheritance chain followed at most. */
 #define CHAIN_MAX 32
-
-/* The protocol and ceiling psync.c keeps in weft_mutex_t.reserved. */
-static inline int protocol_of(const weft_mutex_t *m)
-{
-	return (m->reserved >> 8) & 3;
-}
-
-static inline int ceiling_of(const weft_mutex_t *m)
-{
-	return m->reserved & 0xff;
-}
 
 static int holds(const wf_ult_t *u, const weft_mutex_t *m)
 {
@@ -88,8 +75,8 @@ static void recompute(wf_ult_t *u)
 	int boost = 0;
 	for (int i = 0; i < u->px_nheld; i++) {
 		const weft_mutex_t *m = u->px_held[i];
-		int r = protocol_of(m) == PTHREAD_PRIO_PROTECT ? ceiling_of(m)
-							       : wf_wait_top_rank(&m->state);
+		int r = wf_px_protocol(m) == PTHREAD_PRIO_PROTECT ? wf_px_ceiling(m)
+								  : wf_wait_top_rank(&m->state);
 		if (r > boost)
 			boost = r;
 	}
@@ -111,15 +98,15 @@ static void inherit(const weft_mutex_t *m, int rank)
 
 int wf_px_prio_lock(pthread_mutex_t *pm, int how, clockid_t clock, const struct timespec *t)
 {
-	weft_mutex_t *m = M(pm);
+	weft_mutex_t *m = WF_PX_M(pm);
 	wf_ult_t *self = wf_self();
 	if (!self) /* a foreign thread borrows nothing and lends nothing */
 		return how == WF_PX_TRY    ? weft_mutex_trylock(m)
 		       : how == WF_PX_LOCK ? weft_mutex_lock(m)
 					   : weft_mutex_clocklock(m, clock, t);
-	int proto = protocol_of(m);
+	int proto = wf_px_protocol(m);
 	if (proto == PTHREAD_PRIO_PROTECT &&
-	    wf_prio_rank(self->sched_policy, self->sched_prio) > ceiling_of(m))
+	    wf_prio_rank(self->sched_policy, self->sched_prio) > wf_px_ceiling(m))
 		return EINVAL; /* POSIX: the caller's priority is above the ceiling */
 	wf_prio_lock();
 	int again = holds(self, m), full = self->px_nheld == WF_PX_HELD_MAX;
@@ -154,7 +141,7 @@ int wf_px_prio_lock(pthread_mutex_t *pm, int how, clockid_t clock, const struct 
 
 int wf_px_prio_unlock(pthread_mutex_t *pm)
 {
-	weft_mutex_t *m = M(pm);
+	weft_mutex_t *m = WF_PX_M(pm);
 	wf_ult_t *self = wf_self();
 	if (self) {
 		wf_prio_lock();

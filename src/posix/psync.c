@@ -24,7 +24,7 @@ _Static_assert((int)PTHREAD_CANCEL_ENABLE == (int)WEFT_CANCEL_ENABLE &&
 		       (int)PTHREAD_CANCEL_DISABLE == (int)WEFT_CANCEL_DISABLE,
 	       "cancel states");
 
-#define M(m)  ((weft_mutex_t *)(m))
+#define M(m)  WF_PX_M(m)
 #define C(c)  ((weft_cond_t *)(c))
 #define RW(l) ((weft_rwlock_t *)(l))
 
@@ -171,7 +171,7 @@ WF_PX_API int WF_PX(pthread_mutexattr_getrobust)(const pthread_mutexattr_t *a, i
 }
 
 /* ---- mutexes ------------------------------------------------------------------------
- * weft_mutex_t.reserved keeps the protocol (bits 8-9) and ceiling (0-7). */
+ * weft_mutex_t.reserved keeps the protocol and ceiling (posix.h). */
 
 WF_PX_API int WF_PX(pthread_mutex_init)(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
@@ -188,7 +188,7 @@ WF_PX_API int WF_PX(pthread_mutex_init)(pthread_mutex_t *m, const pthread_mutexa
 	if (!e && a) {
 		uint32_t w = *attr_word(a);
 		M(m)->reserved =
-			(uint16_t)(((w >> MA_PROTO_SHIFT) & 3) << 8 | (uint32_t)ceiling_of_attr(w));
+			wf_px_reserved((int)((w >> MA_PROTO_SHIFT) & 3), ceiling_of_attr(w));
 	}
 	return e;
 }
@@ -240,14 +240,14 @@ WF_PX_API int WF_PX(pthread_mutex_unlock)(pthread_mutex_t *m)
 /* As glibc: a ceiling belongs to a PTHREAD_PRIO_PROTECT mutex only. */
 static int prio_protect(const pthread_mutex_t *m)
 {
-	return ((M(m)->reserved >> 8) & 3) == PTHREAD_PRIO_PROTECT;
+	return wf_px_protocol(M(m)) == PTHREAD_PRIO_PROTECT;
 }
 
 WF_PX_API int WF_PX(pthread_mutex_getprioceiling)(const pthread_mutex_t *m, int *c)
 {
 	if (!m || !c || !prio_protect(m))
 		return EINVAL;
-	*c = M(m)->reserved & 0xff;
+	*c = wf_px_ceiling(M(m));
 	return 0;
 }
 
@@ -259,8 +259,8 @@ WF_PX_API int WF_PX(pthread_mutex_setprioceiling)(pthread_mutex_t *m, int c, int
 	if (e)
 		return e;
 	if (old)
-		*old = M(m)->reserved & 0xff;
-	M(m)->reserved = (uint16_t)((M(m)->reserved & ~0xffu) | (uint32_t)c);
+		*old = wf_px_ceiling(M(m));
+	M(m)->reserved = wf_px_reserved(wf_px_protocol(M(m)), c);
 	return weft_mutex_unlock(M(m));
 }
 

@@ -173,24 +173,22 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		}
 	}
 
-	if (c.sched < 0 || c.sched > WEFT_SCHED_PRIO)
+	_Static_assert(WEFT_SCHED_PRIO == WF_SCHED_BUILTINS, "one kind per built-in");
+	if (c.sched < 0 || c.sched > WF_SCHED_BUILTINS)
 		return EINVAL;
 	if (!c.scheds) {
-		if (c.sched == WEFT_SCHED_STEAL)
-			c.scheds = "steal";
-		else if (c.sched == WEFT_SCHED_SHARE)
-			c.scheds = "share";
-		else if (c.sched == WEFT_SCHED_PRIO)
-			c.scheds = "prio";
+		if (c.sched != WEFT_SCHED_DEFAULT)
+			c.scheds = wf_sched_builtin[c.sched - 1]->name;
 		else if (!(c.scheds = env("WEFT_SCHED")))
-			c.scheds = "steal";
+			c.scheds = weft_sched_steal.name;
 	}
 	if (wf_sched_spec(c.scheds, c.workers, NULL))
 		return EINVAL;
-	c.sched = strcmp(c.scheds, "steal") == 0   ? WEFT_SCHED_STEAL
-		  : strcmp(c.scheds, "share") == 0 ? WEFT_SCHED_SHARE
-		  : strcmp(c.scheds, "prio") == 0  ? WEFT_SCHED_PRIO
-						   : WEFT_SCHED_DEFAULT;
+	/* One built-in for every worker: its kind; anything else: DEFAULT. */
+	c.sched = WEFT_SCHED_DEFAULT;
+	for (int i = 0; i < WF_SCHED_BUILTINS; i++)
+		if (strcmp(c.scheds, wf_sched_builtin[i]->name) == 0)
+			c.sched = i + 1;
 
 	if (c.context < 0 || c.context > WEFT_CONTEXT_UCONTEXT)
 		return EINVAL;

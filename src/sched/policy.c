@@ -94,14 +94,14 @@ int wf_sched_check(const weft_sched_ops_t *ops)
 	return 0;
 }
 
+const weft_sched_ops_t *const wf_sched_builtin[WF_SCHED_BUILTINS] = {
+	&weft_sched_steal, &weft_sched_share, &weft_sched_prio};
+
 const weft_sched_ops_t *wf_sched_find(const char *name)
 {
-	if (strcmp(name, weft_sched_steal.name) == 0)
-		return &weft_sched_steal;
-	if (strcmp(name, weft_sched_share.name) == 0)
-		return &weft_sched_share;
-	if (strcmp(name, weft_sched_prio.name) == 0)
-		return &weft_sched_prio;
+	for (int i = 0; i < WF_SCHED_BUILTINS; i++)
+		if (strcmp(name, wf_sched_builtin[i]->name) == 0)
+			return wf_sched_builtin[i];
 	int n = atomic_load_explicit(&nregistered, memory_order_acquire);
 	for (int i = 0; i < n; i++)
 		if (strcmp(name, registered[i]->name) == 0)

@@ -26,6 +26,11 @@ static inline wf_ult_t *wf_policy_get(wf_worker_t *w)
 	return n ? wf_ult_of_node(n) : NULL;
 }
 
+/* The built-in schedulers, by enum weft_sched_kind - 1 (WEFT_SCHED_STEAL
+ * first). */
+#define WF_SCHED_BUILTINS 3
+WF_HIDDEN extern const weft_sched_ops_t *const wf_sched_builtin[WF_SCHED_BUILTINS];
+
 /* 0, or EINVAL for a table weft cannot use. */
 WF_HIDDEN int wf_sched_check(const weft_sched_ops_t *ops);
 /* The scheduler called name (built-in or registered), or NULL. */
