@@ -90,6 +90,12 @@ typedef struct weft_config {
 	                            write (path.json for Perfetto, path.csv; see
 	                            docs/observability.md); NULL: WEFT_TRACE, else
 	                            none; "": none */
+	int tls;                 /* enum weft_tls: the default of ULTs' thread-local
+	                            storage; WEFT_TLS_DEFAULT: WEFT_TLS ("own" or
+	                            "worker"), else worker for weft_create's ULTs
+	                            and own for the POSIX layer's threads. Unless
+	                            worker, the ULT that called weft_init keeps its
+	                            kernel thread's thread-locals wherever it runs */
 	const char *scheds;      /* the scheduler of each worker, as WEFT_SCHED
 	                            writes it ("share", "share:0,steal:1-3"; see
 	                            docs/scheduling.md); NULL: `sched` if set, else
@@ -129,6 +135,7 @@ typedef struct weft_attr {
 	int sched_policy_, sched_prio_; /* private: weft_attr_setschedparam's; -1: inherit */
 	uint64_t sigmask_;              /* private: the POSIX layer's signal mask */
 	size_t guardsize_;              /* private: the POSIX layer's guard size */
+	int tls_;                       /* private: enum weft_tls */
 } weft_attr_t;
 
 WEFT_API int weft_attr_init(weft_attr_t *a);
@@ -148,6 +155,26 @@ WEFT_API int weft_attr_setname(weft_attr_t *a, const char *name);
  * yet when the attribute is set. */
 WEFT_API int weft_attr_setworker(weft_attr_t *a, int worker);
 WEFT_API int weft_attr_getworker(const weft_attr_t *a, int *worker);
+
+/* Thread-local storage of a ULT (docs/posix-coverage.md, "Thread-local
+ * storage"):
+ *   WEFT_TLS_WORKER  it shares its worker's kernel thread's: __thread
+ *                    variables (and the C library's per-thread state) are
+ *                    the worker's, seen by every such ULT that runs there;
+ *   WEFT_TLS_OWN     a thread control block of its own, as a kernel thread
+ *                    has: its own __thread and C++ thread_local variables,
+ *                    errno, malloc cache and exception state, wherever it
+ *                    runs; a few nanoseconds per switch to or from it and
+ *                    about 4 KiB of address space;
+ *   WEFT_TLS_DEFAULT the process's default (weft_config_t.tls, WEFT_TLS):
+ *                    WORKER unless set to own. The POSIX layer's threads
+ *                    use OWN unless the process's default says worker.
+ * weft_create answers ENOTSUP for OWN where it cannot be had (a target
+ * other than x86-64, a C library other than glibc 2.34+, a ThreadSanitizer
+ * build; WEFT_VERBOSE=1 names the reason). */
+enum weft_tls { WEFT_TLS_DEFAULT = 0, WEFT_TLS_WORKER = 1, WEFT_TLS_OWN = 2 };
+WEFT_API int weft_attr_settls(weft_attr_t *a, int tls);
+WEFT_API int weft_attr_gettls(const weft_attr_t *a, int *tls);
 
 /* Create a ULT running fn(arg). It starts on the creator's worker (a bound
  * ULT on its worker). Returning from fn is weft_exit(return value).

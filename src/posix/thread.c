@@ -211,11 +211,20 @@ WF_PX_API int WF_PX(pthread_attr_getstack)(const pthread_attr_t *a, void **addr,
  * asked for. */
 #define STACK_RESERVE 4096
 
+/* A POSIX thread has thread-local storage of its own (weft_attr_settls),
+ * unless WEFT_TLS=worker or where it cannot be had (wf_tls_probe). */
+static int px_tls(void)
+{
+	return wf_rt.tls != WEFT_TLS_WORKER && wf_tls_probe(NULL) == 0 ? WEFT_TLS_OWN
+								       : WEFT_TLS_WORKER;
+}
+
 static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 {
 	int e = weft_attr_init(w);
 	if (e)
 		return e;
+	w->tls_ = px_tls();
 	/* Scheduling parameters: explicit ones from x, else the creator's. */
 	wf_worker_t *me = wf_worker_self();
 	if (x && x->inherit == PTHREAD_EXPLICIT_SCHED) {

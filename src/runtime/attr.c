@@ -21,6 +21,24 @@ int weft_attr_init(weft_attr_t *a)
 	return 0;
 }
 
+int weft_attr_settls(weft_attr_t *a, int tls)
+{
+	CHECK(a);
+	if (tls != WEFT_TLS_DEFAULT && tls != WEFT_TLS_WORKER && tls != WEFT_TLS_OWN)
+		return EINVAL;
+	a->tls_ = tls;
+	return 0;
+}
+
+int weft_attr_gettls(const weft_attr_t *a, int *tls)
+{
+	CHECK(a);
+	if (!tls)
+		return EINVAL;
+	*tls = a->tls_;
+	return 0;
+}
+
 int weft_attr_destroy(weft_attr_t *a)
 {
 	CHECK(a);

@@ -173,6 +173,17 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		}
 	}
 
+	if (c.tls < WEFT_TLS_DEFAULT || c.tls > WEFT_TLS_OWN)
+		return EINVAL;
+	if (c.tls == WEFT_TLS_DEFAULT && (v = env("WEFT_TLS"))) {
+		if (strcmp(v, "own") == 0)
+			c.tls = WEFT_TLS_OWN;
+		else if (strcmp(v, "worker") == 0)
+			c.tls = WEFT_TLS_WORKER;
+		else
+			return EINVAL;
+	}
+
 	_Static_assert(WEFT_SCHED_PRIO == WF_SCHED_BUILTINS, "one kind per built-in");
 	if (c.sched < 0 || c.sched > WF_SCHED_BUILTINS)
 		return EINVAL;

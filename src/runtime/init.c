@@ -43,6 +43,14 @@ static void free_sched_spec(void)
 	wf_rt.sched_spec = NULL;
 }
 
+static void release_w0_tp(void)
+{
+	if (wf_rt.w0_tp) {
+		wf_tls_release(NULL, wf_rt.w0_tp);
+		wf_rt.w0_tp = NULL;
+	}
+}
+
 /* Start the runtime. with_root: the calling kernel thread becomes worker 0
  * and its caller the root ULT; otherwise every worker is a new pthread and
  * the caller stays a foreign thread. Called with init_lock held. */
@@ -68,6 +76,8 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.sched_spec = spec;
 	wf_rt.pin = c->pin == 1;
 	wf_rt.migrate = c->migrate == 1;
+	wf_rt.tls = c->tls;
+	wf_rt.w0_tp = NULL;
 	wf_rt.stack_size = c->stack_size;
 	wf_rt.spin_ns = c->idle_spin_ns > 0 ? c->idle_spin_ns : 0;
 	wf_rt.guarded_max = c->guarded_stacks_max;
@@ -96,6 +106,21 @@ static int start(const weft_config_t *c, int with_root)
 	}
 	wf_rt.root = root;
 	atomic_store(&wf_rt.foreign_created, 0);
+
+	/* Thread-local storage: WEFT_TLS=own must be had; unless worker, the
+	 * root keeps its kernel thread's block and worker 0 gets one made
+	 * (sched.c, "Thread pointers"). */
+	const char *why;
+	int tls_e = c->tls == WEFT_TLS_WORKER ? ENOTSUP : wf_tls_probe(&why);
+	if (c->tls == WEFT_TLS_OWN && tls_e) {
+		fprintf(stderr, "weft: WEFT_TLS=own is not available here: %s\n", why);
+		e = ENOTSUP;
+		goto fail;
+	}
+	if (root && !tls_e && !(wf_rt.w0_tp = wf_tls_alloc(NULL))) {
+		e = ENOMEM;
+		goto fail;
+	}
 
 	if ((e = wf_stack_signals_init(&wf_ult_stack_hooks)) != 0)
 		goto fail;
@@ -134,12 +159,18 @@ static int start(const weft_config_t *c, int with_root)
 	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
 		fprintf(stderr,
 			"weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
-			"idle_spin_ns=%ld, guarded_stacks=%ld, migrate=%d\n",
+			"idle_spin_ns=%ld, guarded_stacks=%ld, migrate=%d, tls=%s%s%s\n",
 			wf_rt.nworkers, wf_rt.sched_spec,
 			wf_ctx_backend == WF_CTX_UCONTEXT ? "ucontext" : "asm", wf_rt.stack_size,
-			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max, wf_rt.migrate);
+			wf_rt.pin, wf_rt.spin_ns, wf_rt.guarded_max, wf_rt.migrate,
+			c->tls == WEFT_TLS_OWN      ? "own"
+			: c->tls == WEFT_TLS_WORKER ? "worker"
+						    : "default",
+			tls_e && c->tls != WEFT_TLS_WORKER ? " (own not available: " : "",
+			tls_e && c->tls != WEFT_TLS_WORKER ? why : "");
 	return 0;
 fail:
+	release_w0_tp();
 	if (root) {
 		wf_tsd_adopt(&root->tsd); /* back to the thread */
 		wf_ult_free(NULL, root);
@@ -218,6 +249,9 @@ int weft_shutdown(void)
 	}
 	atomic_store_explicit(&wf_rt.state, WF_RT_STOPPING, memory_order_release);
 	wf_workers_stop();
+	if (root)
+		root->tp = NULL; /* its kernel thread's: not wf_tls_alloc's */
+	release_w0_tp();
 	wf_workers_free();
 	wf_sync_stop();
 	wf_trace_stop(1);

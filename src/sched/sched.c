@@ -55,8 +55,21 @@
  *   new ULT starts with 0 (ult_entry). Two loads and two stores per
  *   switch. What this cannot fix: code that keeps errno's *address* across
  *   a call that blocks (compilers may, __errno_location being const) and
- *   then migrates writes the old worker's errno - per-ULT thread-local
- *   storage is the cure for that.
+ *   then migrates writes the old worker's errno - a thread pointer of its
+ *   own is the cure for that. (A ULT that has one keeps its errno there;
+ *   the save and restore then touch the worker's, harmlessly.)
+ *
+ * Thread pointers
+ *   A ULT may have a thread control block of its own (tls.c; every thread
+ *   of the POSIX layer has, unless WEFT_TLS=worker): its tp, which the
+ *   switch tail installs whenever it runs, on whichever worker. Every other
+ *   context of a worker - its loop, ULTs without one - runs on the
+ *   worker's tp, which is its kernel thread's own, except on worker 0 when
+ *   the root ULT keeps the kernel thread's block for itself (the main
+ *   thread's thread-locals stay main's wherever it runs) and worker 0 gets
+ *   a block made for it (wf_workers_start). The worker pointer below is a
+ *   thread-local too: the tail writes it into the block of the ULT it
+ *   starts, so wf_worker_self is right under any thread pointer.
  *
  * Schedulers (policy.c)
  *   Which ready ULT a worker runs next is its scheduler's decision: a table
@@ -111,11 +124,25 @@ __attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
 	return wf_tls_worker;
 }
 
+/* wf_tls_worker's distance from a thread pointer: the same in every block
+ * (static TLS). Set before any ULT has a block of its own. */
+static ptrdiff_t tls_worker_off;
+
 void wf_worker_set_self(wf_worker_t *w)
 {
 	wf_tls_worker = w;
-	if (w)
-		w->errno_loc = &errno; /* called on w's own kernel thread */
+	if (w) { /* called on w's own kernel thread */
+		w->errno_loc = &errno;
+		w->tp = w->cur_tp = wf_tls_current();
+		tls_worker_off = wf_tls_offset_of(&wf_tls_worker);
+	}
+}
+
+void wf_worker_set_tp(wf_worker_t *w, void *tp)
+{
+	*(wf_worker_t **)((char *)tp + tls_worker_off) = w;
+	w->errno_loc = (int *)((char *)tp + wf_tls_offset_of(&errno));
+	w->tp = tp;
 }
 
 /* Put u, now RUNNABLE, where it will run, for reason `why` (enum
@@ -315,6 +342,16 @@ void wf_after_switch(wf_worker_t *w)
 	}
 }
 
+/* Make tp w's thread pointer ("Thread pointers"); last before the jump:
+ * from here on, the leaving side reads the next side's thread-locals. */
+static inline void install_tp(wf_worker_t *w, void *tp)
+{
+	if (unlikely(tp != w->cur_tp)) {
+		w->cur_tp = tp;
+		wf_tls_install(tp);
+	}
+}
+
 /* The switch tail: every switch on w - a ULT blocking, yielding, parking
  * with a hand-off or exiting, and the loop starting a ULT - ends here, just
  * before the jump. It charges the CPU time of the ULT leaving (NULL: the
@@ -332,13 +369,18 @@ static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t 
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
 	w->resched = 0; /* a decision was made */
 	WF_OWNER_ADD(&w->n_switches, 1);
-	if (!next)
+	if (!next) {
+		install_tp(w, w->tp);
 		return &w->loop_ctx;
+	}
 	/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
 	if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
 		next->bound_worker = w->id;
 	WF_ULT_MOVE(next, WF_RUNNABLE, WF_RUNNABLE, WF_RUNNING);
 	__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
+	if (unlikely(next->tp != NULL))
+		*(wf_worker_t **)((char *)next->tp + tls_worker_off) = w; /* "Thread pointers" */
+	install_tp(w, next->tp ? next->tp : w->tp);
 	return &next->ctx;
 }
 

@@ -15,6 +15,7 @@
 #include "context/context.h"
 #include "sched/registry.h"
 #include "sched/timer.h"
+#include "sched/tls.h"
 #include "sched/ult.h"
 #include "stack/stack.h"
 #include "util/util.h"
@@ -104,7 +105,11 @@ typedef struct wf_worker {
 	clockid_t cpu_clockid;     /* this kernel thread's CPU clock (cpuclock.c) */
 	pthread_t thread;
 	stack_t old_altstack;
-	int *errno_loc; /* this kernel thread's errno (sched.c, "errno") */
+	int *errno_loc;     /* this kernel thread's errno (sched.c, "errno") */
+	void *tp;           /* the thread pointer of the loop and of ULTs without one of
+	                   their own (sched.c, "Thread pointers") */
+	void *cur_tp;       /* the one installed now */
+	wf_tls_cache_t tls; /* released thread control blocks (tls.c) */
 
 	/* Counters, written by the owner, readable by anyone (relaxed):
 	 * weft_worker_stats. */
@@ -140,6 +145,9 @@ typedef struct wf_runtime {
 	char *sched_spec;                        /* ... as the configuration wrote it */
 	int pin;
 	int migrate;       /* 0: a ULT stays on the worker that first runs it */
+	int tls;           /* enum weft_tls: weft_config_t.tls, resolved */
+	void *w0_tp;       /* worker 0's own block when the root ULT keeps its kernel
+	                      thread's (sched.c, "Thread pointers"); else NULL */
 	size_t stack_size; /* the default (also the stack layer's) */
 	long spin_ns;
 	long guarded_max;
@@ -164,6 +172,11 @@ WF_HIDDEN extern wf_runtime_t wf_rt;
  * may not cache a thread-local address across that. */
 WF_HIDDEN wf_worker_t *wf_worker_self(void);
 WF_HIDDEN void wf_worker_set_self(wf_worker_t *w);
+/* Give w's loop and its ULTs without a block of their own the block at tp
+ * (wf_tls_alloc's) instead of its kernel thread's, which its caller, the
+ * root ULT, keeps (sched.c, "Thread pointers"). Called on w's kernel
+ * thread after wf_worker_set_self(w), while the root ULT runs. */
+WF_HIDDEN void wf_worker_set_tp(wf_worker_t *w, void *tp);
 
 /* Switching (sched.c). Each "called only by self, running on w" and each
  * returns the worker that resumes self, which may be another. */
@@ -238,12 +251,17 @@ WF_HIDDEN wf_ult_t *wf_ult_for_thread(int *e);
 static inline void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
 {
 	wf_registry_remove(w ? &w->slots : NULL, u);
+	if (u->tp) {
+		wf_tls_release(w ? &w->tls : NULL, u->tp);
+		u->tp = NULL;
+	}
 	/* Its ULT is gone: the next ULT on this stack gets a fresh TSan fiber. */
 	wf_ctx_forget(&u->ctx);
 	wf_stack_free(w ? &w->stacks : NULL, &u->stack);
 }
 /* Called when a ULT's function returns and it has thread-specific data
- * (u->tsd): the destructors (installed by the layer that owns them). */
+ * (u->tsd) or a thread control block of its own (u->tp): the destructors
+ * (installed by the layer that owns them). */
 WF_HIDDEN extern void (*wf_ult_return_hook)(wf_ult_t *u);
 /* How the stack layer names a ULT in an overflow report. */
 WF_HIDDEN extern const wf_stack_hooks_t wf_ult_stack_hooks;

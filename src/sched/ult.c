@@ -16,11 +16,11 @@ static void ult_entry(void *transfer, void *arg)
 	wf_ctx_entered();
 	wf_worker_t *w = transfer;
 	wf_after_switch(w);
-	*w->errno_loc = 0; /* a new thread's errno (sched.c, "errno") */
+	errno = 0; /* a new thread's (sched.c, "errno"): its own, or its worker's */
 	wf_ult_t *u = arg;
 	u->retval = u->fn(u->arg);
-	if (unlikely(u->tsd != NULL))
-		wf_ult_return_hook(u); /* thread-specific data destructors */
+	if (unlikely(u->tsd != NULL || u->tp != NULL))
+		wf_ult_return_hook(u); /* thread_local and thread-specific data destructors */
 	wf_exit_current(wf_worker_self(), u);
 }
 
@@ -40,6 +40,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->bound_worker = -1;
 	u->last_worker = -1;
 	u->sched_hint = 0;
+	u->tp = NULL;
 	u->saved_errno = 0;
 	atomic_store_explicit(&u->joiner, WF_JOIN_NONE, memory_order_relaxed);
 	atomic_store_explicit(&u->joining, NULL, memory_order_relaxed);
@@ -89,6 +90,15 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 	ult_init(u);
 	u->fn = fn;
 	u->arg = arg;
+	if (unlikely((attr && attr->tls_ ? attr->tls_ : wf_rt.tls) == WEFT_TLS_OWN)) {
+		e = wf_tls_probe(NULL);
+		if (!e && !(u->tp = wf_tls_alloc(w ? &w->tls : NULL)))
+			e = ENOMEM;
+		if (e) {
+			wf_stack_free(w ? &w->stacks : NULL, s);
+			return e;
+		}
+	}
 	if (attr) {
 		u->bound_worker = u->px_affinity = attr->worker_;
 		memcpy(u->name, attr->name_, sizeof u->name);
@@ -111,6 +121,8 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 	}
 	wf_ctx_make(&u->ctx, s->lo, s->size, s->reserved, ult_entry, u);
 	if ((e = wf_registry_add(w ? &w->slots : NULL, u))) {
+		if (u->tp)
+			wf_tls_release(w ? &w->tls : NULL, u->tp);
 		wf_ctx_forget(&u->ctx);
 		wf_stack_free(w ? &w->stacks : NULL, s);
 		return e;

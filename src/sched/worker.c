@@ -229,6 +229,10 @@ int wf_workers_start(void)
 			pin_self(0);
 		}
 		wf_worker_set_self(w0);
+		if (wf_rt.w0_tp) { /* sched.c, "Thread pointers" */
+			wf_worker_set_tp(w0, wf_rt.w0_tp);
+			wf_rt.root->tp = w0->cur_tp;
+		}
 		w0->current = wf_rt.root;
 		wf_rt.root->last_worker = 0;
 		w0->altstack = wf_stack_altstack_init(&w0->old_altstack);
@@ -246,6 +250,7 @@ int wf_workers_start(void)
 			if (wf_rt.root) {
 				wf_stack_altstack_fini(w0->altstack, &w0->old_altstack);
 				wf_worker_set_self(NULL);
+				wf_rt.root->tp = NULL;
 			}
 			for (int j = 0; j < n; j++)
 				worker_free(wf_rt.workers[j]);
@@ -297,6 +302,7 @@ void wf_workers_free(void)
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_registry_drain(&wf_rt.workers[i]->slots);
 		wf_stack_cache_drain(&wf_rt.workers[i]->stacks);
+		wf_tls_cache_drain(&wf_rt.workers[i]->tls);
 		worker_free(wf_rt.workers[i]);
 	}
 	free(wf_rt.workers);

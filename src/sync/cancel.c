@@ -137,6 +137,8 @@ void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 				f->fn(f->arg);
 		}
 	}
+	if (u->tp)
+		wf_tls_exiting(); /* C++ thread_local destructors, as glibc: before these */
 	if (u->tsd)
 		wf_tsd_exit(&u->tsd);
 }

@@ -1,0 +1,388 @@
+/* Thread control blocks per ULT: a ULT that asks for one runs with a
+ * thread pointer of its own, so that everything the C runtime keeps "per
+ * thread" - __thread and C++ thread_local variables, errno, malloc's
+ * per-thread cache, the C++ exception being handled, Rust's and CPython's
+ * thread state - is the ULT's, whichever worker it runs on.
+ *
+ * What a block is
+ *   Exactly what glibc gives a new thread (nptl's allocate_stack): the
+ *   thread's static TLS blocks just below the thread pointer, and glibc's
+ *   thread descriptor (struct pthread, beginning with the TCB header) at
+ *   and above it (x86-64 uses TLS variant II: tp == the TCB). glibc's
+ *   dynamic linker exports the calls its own thread creation uses, and
+ *   weft uses those rather than copying their logic:
+ *     _dl_get_tls_static_info  the size of the static TLS area (TCB
+ *                              included) and its alignment;
+ *     _dl_allocate_tls(tcb)    the dynamic-TLS vector (DTV) of a TCB, and
+ *                              every loaded module's TLS image copied to
+ *                              its static block (.tbss zeroed); modules a
+ *                              ULT dlopens later get their blocks lazily
+ *                              through its own DTV (__tls_get_addr);
+ *     _dl_deallocate_tls(tcb, false)  frees the DTV and those dynamic
+ *                              blocks, not the TCB.
+ *   The rest of the TCB header is set as glibc's thread start sets it:
+ *   tcb and self point to the block, multiple_threads, sysinfo, the
+ *   stack-protector and pointer-guard words and the CET feature word are
+ *   the creating thread's (the guards must be equal in every thread of a
+ *   process: canaries and mangled pointers cross threads).
+ *
+ * Assumptions about glibc, each checked once by wf_tls_probe, which refuses
+ * own thread pointers (ENOTSUP, naming the failed check) if one fails:
+ *   - not a sanitizer build: ThreadSanitizer's state is in the thread's
+ *     TLS, AddressSanitizer's in its glibc thread-specific data, and a new
+ *     block has neither (ASan then ignores fiber switches);
+ *   - x86-64 (TLS variant II, the fs base as thread pointer); glibc 2.34 or
+ *     later (its thread library is in libc, which exports libthread_db's
+ *     layout descriptors);
+ *   - the TCB header's first fields are tcb (offset 0) and self (16),
+ *     both pointing to the TCB - checked on the calling thread; the DTV
+ *     pointer is at 8 - checked against _thread_db_pthread_dtvp; the
+ *     copied words lie between 24 and 80 (tcbhead_t of glibc 2.34-2.40;
+ *     the stack guard at 0x28 is also GCC's ABI);
+ *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid and
+ *     cancelhandling fields are where _thread_db_pthread_tid and
+ *     _thread_db_pthread_cancelhandling say (libthread_db reads threads
+ *     with these exported descriptors; they are glibc's own record of its
+ *     layout);
+ *   - the rseq area is at tp + __rseq_offset (a public ABI, glibc 2.35);
+ *   - the five calls above exist (GLIBC_PRIVATE, looked up by dlsym), and
+ *     __call_tls_dtors runs a thread's C++ thread_local destructors;
+ *   - errno lies in libc's own static TLS block (found by
+ *     dl_iterate_phdr), which is at most 1 KiB;
+ *   - finally a self-test: a block is made, installed on the calling
+ *     kernel thread for a moment, and a variable of this library's static
+ *     TLS must read its initial value there and errno must live inside the
+ *     block.
+ *   Not assumed: any other field of struct pthread (a ULT's is zero but
+ *   for the tid, which is its creator's kernel thread's: glibc's code for
+ *   the calling thread asks the kernel for its tid when it matters -
+ *   raise, pthread_kill of self - and the rseq cpu_id, set to "not
+ *   registered" so that sched_getcpu asks the kernel).
+ *
+ * Installing
+ *   The switch tail (sched.c) installs the next context's thread pointer
+ *   - a ULT's own, or its worker's kernel thread's - with wrfsbase where
+ *   the CPU and kernel allow it (AT_HWCAP2 reports FSGSBASE: Linux 5.9+),
+ *   else with arch_prctl(ARCH_SET_FS) (a system call per switch). ULTs
+ *   that share their worker's thread pointer pay a comparison.
+ *
+ * Reuse, and why blocks are never unmapped
+ *   glibc frees a thread's malloc cache (tcache) and detaches it from its
+ *   arena at thread exit through calls it does not export. So a released
+ *   block keeps libc's static TLS block (the tcache and arena pointers
+ *   among it) and the next ULT to get the block gets them with it; every
+ *   other module's block is reinitialised from its image, as for a new
+ *   thread. Exiting (wf_tls_exiting) runs the C++ destructors first and
+ *   puts the locale back, so nothing of the old thread is visible but a
+ *   malloc cache. Blocks live in a per-worker cache and a global pool and
+ *   are never unmapped - as glibc's stack cache keeps the TLS of exited
+ *   threads, without its bound: a process keeps as many as it ever had
+ *   ULTs with their own at once. A block is 4-5 KiB of address space, of
+ *   which a ULT touches one or two pages.
+ *
+ * Limits (docs/posix-coverage.md)
+ *   A module dlopened while ULTs with blocks exist whose TLS is static
+ *   (initial-exec, from the surplus) is not initialised in those blocks:
+ *   glibc initialises it only in the threads it knows. gdb's thread list
+ *   (libthread_db) shows kernel threads, not ULTs.
+ */
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <locale.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+
+#include "sched/tls.h"
+
+#ifndef HWCAP2_FSGSBASE
+#define HWCAP2_FSGSBASE (1 << 1)
+#endif
+
+/* The TCB header (glibc's tcbhead_t on x86-64) */
+#define TCB_SELF       16 /* void *self */
+#define TCB_DTV        8  /* dtv_t *dtv */
+#define TCB_COPY_FROM  24 /* multiple_threads, gscope_flag, sysinfo, stack_guard, */
+#define TCB_COPY_TO    80 /* pointer_guard, vgetcpu cache, feature_1: copied */
+#define TCB_GSCOPE     28 /* int gscope_flag: 0 in a new thread */
+#define LIBC_BLOCK_MAX 1024
+#define SLAB_SIZE      (1u << 20)
+
+int wf_tls_wrfsbase;
+
+static struct {
+	pthread_once_t once;
+	int err;
+	const char *why;
+	void *(*allocate)(void *);
+	void (*deallocate)(void *, bool);
+	void (*call_dtors)(void);
+	size_t static_size, align, tcb_size;
+	size_t slot;         /* bytes of address space per block */
+	ptrdiff_t tid_off;   /* struct pthread's tid */
+	ptrdiff_t cancel_off; /* struct pthread's cancelhandling */
+	ptrdiff_t rseq_off;  /* the rseq area's cpu_id; 0: none */
+	ptrdiff_t libc_off;  /* libc's static TLS block, from tp */
+	size_t libc_size;
+
+	wf_spinlock_t lock; /* guards what follows */
+	uintptr_t pool;     /* released blocks, linked through their first word */
+	char *slab, *slab_end;
+} g = { .once = PTHREAD_ONCE_INIT };
+
+/* Pool entries are tagged: bit 0 set for a block that was never set up
+ * (its libc block is not valid yet). Thread pointers are 64-aligned. */
+#define FRESH 1u
+
+/* ---- probing ----------------------------------------------------------------- */
+
+static __thread int probe_var __attribute__((tls_model("initial-exec"))) = 0x57454654;
+
+__attribute__((noinline, noipa)) static int read_probe_var(void)
+{
+	return probe_var;
+}
+
+__attribute__((noinline, noipa)) static int *errno_address(void)
+{
+	return &errno;
+}
+
+struct libc_find {
+	const char *errno_at;
+	const char *tp;
+	ptrdiff_t off;
+	size_t size;
+};
+
+static int find_libc_block(struct dl_phdr_info *info, size_t n, void *arg)
+{
+	(void)n;
+	struct libc_find *f = arg;
+	if (!info->dlpi_tls_data)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		const char *lo = info->dlpi_tls_data;
+		if (p->p_type == PT_TLS && f->errno_at >= lo && f->errno_at < lo + p->p_memsz) {
+			f->off = lo - f->tp;
+			f->size = p->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static const uint32_t *db_symbol(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+static void *setup(char *tp, int fresh);
+
+static const char *probe_assumptions(void)
+{
+#if !defined(__x86_64__)
+	return "own thread pointers are implemented on x86-64 only";
+#else
+	if (WF_TSAN)
+		return "ThreadSanitizer keeps its per-thread state in the thread's TLS";
+	if (WF_ASAN)
+		return "AddressSanitizer finds its per-thread state (stack bounds, fiber "
+		       "switches) through the thread's glibc thread-specific data";
+	int major = 0, minor = 0;
+	const char *v = gnu_get_libc_version();
+	if (sscanf(v, "%d.%d", &major, &minor) != 2 || major != 2 || minor < 34)
+		return "needs glibc 2.34 or later";
+	char *tp = wf_tls_current();
+	if (*(void **)tp != tp || *(void **)(tp + TCB_SELF) != tp)
+		return "the TCB header's tcb and self words do not point to the TCB";
+	void (*static_info)(size_t *, size_t *) =
+		(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+	g.allocate = (void *(*)(void *))dlsym(RTLD_DEFAULT, "_dl_allocate_tls");
+	g.deallocate = (void (*)(void *, bool))dlsym(RTLD_DEFAULT, "_dl_deallocate_tls");
+	g.call_dtors = (void (*)(void))dlsym(RTLD_DEFAULT, "__call_tls_dtors");
+	if (!static_info || !g.allocate || !g.deallocate || !g.call_dtors)
+		return "glibc does not export _dl_get_tls_static_info, _dl_allocate_tls, "
+		       "_dl_deallocate_tls or __call_tls_dtors";
+	const uint32_t *sizeof_pthread = db_symbol("_thread_db_sizeof_pthread");
+	const uint32_t *tid = db_symbol("_thread_db_pthread_tid");
+	const uint32_t *dtv = db_symbol("_thread_db_pthread_dtvp");
+	const uint32_t *cancel = db_symbol("_thread_db_pthread_cancelhandling");
+	if (!sizeof_pthread || !tid || !dtv || !cancel)
+		return "glibc does not export libthread_db's layout of struct pthread";
+	if (dtv[2] != TCB_DTV || tid[0] != 32 || cancel[0] != 32)
+		return "struct pthread's DTV pointer, tid or cancelhandling is not where "
+		       "this library expects it";
+	static_info(&g.static_size, &g.align);
+	g.tcb_size = *sizeof_pthread;
+	if (g.align < 64)
+		g.align = 64;
+	if ((g.align & (g.align - 1)) || g.align > 4096 || g.tcb_size < TCB_COPY_TO ||
+	    g.tcb_size > g.static_size || g.static_size > SLAB_SIZE / 8 ||
+	    tid[2] + 4 > g.tcb_size || cancel[2] + 4 > g.tcb_size)
+		return "glibc's static TLS size, alignment or thread descriptor size is out "
+		       "of range";
+	g.tid_off = tid[2];
+	g.cancel_off = cancel[2];
+	g.slot = (g.static_size + g.align + g.align - 1) & ~(g.align - 1);
+	const ptrdiff_t *rseq_offset = dlsym(RTLD_DEFAULT, "__rseq_offset");
+	if (rseq_offset && *rseq_offset > 0 && (size_t)*rseq_offset + 8 <= g.tcb_size)
+		g.rseq_off = *rseq_offset + 4; /* struct rseq's cpu_id */
+	struct libc_find f = { .errno_at = (const char *)errno_address(), .tp = tp };
+	if (!dl_iterate_phdr(find_libc_block, &f) || f.size > LIBC_BLOCK_MAX || f.off >= 0)
+		return "errno is not in a static TLS block of libc below the thread pointer";
+	g.libc_off = f.off;
+	g.libc_size = f.size;
+	wf_tls_wrfsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0;
+
+	/* The self-test, on this kernel thread: its own copy of probe_var
+	 * differs from the image, a new block's must not. */
+	char *mine = wf_tls_current();
+	void *t = wf_tls_alloc(NULL);
+	if (!t)
+		return "could not make a test block (out of memory)";
+	int saved = probe_var;
+	probe_var = saved + 1;
+	wf_tls_install(t);
+	int seen = read_probe_var();
+	char *errno_at = (char *)errno_address();
+	void *now = wf_tls_current();
+	wf_tls_install(mine);
+	probe_var = saved;
+	wf_tls_release(NULL, t);
+	if (now != t)
+		return "installing a thread pointer did not take effect";
+	if (seen != 0x57454654)
+		return "a new block's static TLS did not hold its initial value";
+	if (errno_at < (char *)t - g.static_size || errno_at >= (char *)t)
+		return "errno in a new block is not inside the block";
+	return NULL;
+#endif
+}
+
+static void probe_once(void)
+{
+	g.why = probe_assumptions();
+	g.err = g.why ? ENOTSUP : 0;
+}
+
+int wf_tls_probe(const char **why)
+{
+	pthread_once(&g.once, probe_once);
+	if (why)
+		*why = g.why;
+	return g.err;
+}
+
+/* ---- blocks ------------------------------------------------------------------ */
+
+/* A block's thread pointer in the slot at b: as high as the descriptor
+ * allows, aligned (nptl's allocate_stack places it the same way). */
+static char *carve(void)
+{
+	wf_spin_lock(&g.lock);
+	if (g.slab_end - g.slab < (ptrdiff_t)g.slot) {
+		void *m = mmap(NULL, SLAB_SIZE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED) {
+			wf_spin_unlock(&g.lock);
+			return NULL;
+		}
+		g.slab = m;
+		g.slab_end = g.slab + SLAB_SIZE;
+	}
+	char *b = g.slab;
+	g.slab += g.slot;
+	wf_spin_unlock(&g.lock);
+	return (char *)(((uintptr_t)b + g.slot - g.tcb_size) & ~(uintptr_t)(g.align - 1));
+}
+
+/* Set up the block at tp: a fresh one (zero, or never set up) gets libc's
+ * image too; a reused one keeps its libc block (see "Reuse" above). */
+static void *setup(char *tp, int fresh)
+{
+	char libc[LIBC_BLOCK_MAX];
+	if (!fresh)
+		memcpy(libc, tp + g.libc_off, g.libc_size);
+	if (!g.allocate(tp)) /* the DTV, and every module's image */
+		return NULL;
+	if (!fresh)
+		memcpy(tp + g.libc_off, libc, g.libc_size);
+	char *me = wf_tls_current();
+	*(void **)tp = tp;
+	*(void **)(tp + TCB_SELF) = tp;
+	memcpy(tp + TCB_COPY_FROM, me + TCB_COPY_FROM, TCB_COPY_TO - TCB_COPY_FROM);
+	*(int *)(tp + TCB_GSCOPE) = 0;
+	*(int *)(tp + g.tid_off) = *(int *)(me + g.tid_off);
+	*(int *)(tp + g.cancel_off) = 0;
+	if (g.rseq_off) {
+		int cpu = *(int *)(me + g.rseq_off);
+		*(int *)(tp + g.rseq_off) = cpu < 0 ? cpu : -1; /* "not registered" */
+	}
+	return tp;
+}
+
+static void pool_push(char *tp, uintptr_t tag)
+{
+	wf_spin_lock(&g.lock);
+	*(uintptr_t *)tp = g.pool;
+	g.pool = (uintptr_t)tp | tag;
+	wf_spin_unlock(&g.lock);
+}
+
+static uintptr_t pool_pop(void)
+{
+	wf_spin_lock(&g.lock);
+	uintptr_t e = g.pool;
+	if (e)
+		g.pool = *(uintptr_t *)(e & ~(uintptr_t)FRESH);
+	wf_spin_unlock(&g.lock);
+	return e;
+}
+
+void *wf_tls_alloc(wf_tls_cache_t *c)
+{
+	uintptr_t e;
+	if (c && c->n > 0)
+		e = (uintptr_t)c->v[--c->n];
+	else if (!(e = pool_pop())) {
+		char *b = carve();
+		if (!b)
+			return NULL;
+		e = (uintptr_t)b | FRESH;
+	}
+	char *tp = (char *)(e & ~(uintptr_t)FRESH);
+	if (!setup(tp, e & FRESH)) {
+		pool_push(tp, e & FRESH); /* set up nothing: as it was */
+		return NULL;
+	}
+	return tp;
+}
+
+void wf_tls_release(wf_tls_cache_t *c, void *tp)
+{
+	g.deallocate(tp, false);
+	if (c && c->n < WF_TLS_CACHE)
+		c->v[c->n++] = tp;
+	else
+		pool_push(tp, 0);
+}
+
+void wf_tls_cache_drain(wf_tls_cache_t *c)
+{
+	while (c->n > 0)
+		pool_push(c->v[--c->n], 0);
+}
+
+void wf_tls_exiting(void)
+{
+	g.call_dtors();
+	if (uselocale((locale_t)0) != LC_GLOBAL_LOCALE)
+		uselocale(LC_GLOBAL_LOCALE);
+}
