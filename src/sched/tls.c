@@ -39,11 +39,10 @@
  *     pointer is at 8 - checked against _thread_db_pthread_dtvp; the
  *     copied words lie between 24 and 80 (tcbhead_t of glibc 2.34-2.40;
  *     the stack guard at 0x28 is also GCC's ABI);
- *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid and
- *     cancelhandling fields are where _thread_db_pthread_tid and
- *     _thread_db_pthread_cancelhandling say (libthread_db reads threads
- *     with these exported descriptors; they are glibc's own record of its
- *     layout);
+ *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid,
+ *     cancelhandling and list fields are where _thread_db_pthread_tid,
+ *     _cancelhandling and _list say (libthread_db reads threads with these
+ *     exported descriptors; they are glibc's own record of its layout);
  *   - the rseq area is at tp + __rseq_offset (a public ABI, glibc 2.35);
  *   - the five calls above exist (GLIBC_PRIVATE, looked up by dlsym), and
  *     __call_tls_dtors runs a thread's C++ thread_local destructors;
@@ -53,11 +52,13 @@
  *     kernel thread for a moment, and a variable of this library's static
  *     TLS must read its initial value there and errno must live inside the
  *     block.
- *   Not assumed: any other field of struct pthread (a ULT's is zero but
- *   for the tid, which is its creator's kernel thread's: glibc's code for
+ *   Not assumed: any other field of struct pthread. A ULT's are zero but
+ *   for the tid, which is its creator's kernel thread's (glibc's code for
  *   the calling thread asks the kernel for its tid when it matters -
- *   raise, pthread_kill of self - and the rseq cpu_id, set to "not
- *   registered" so that sched_getcpu asks the kernel).
+ *   raise, pthread_kill of self), the rseq cpu_id, set to "not registered"
+ *   so that sched_getcpu asks the kernel, and the list links, which form
+ *   an empty list: fork's child takes the calling thread out of glibc's
+ *   list of threads, and would crash on null links.
  *
  * Installing
  *   The switch tail (sched.c) installs the next context's thread pointer
@@ -123,17 +124,18 @@ static struct {
 	void (*deallocate)(void *, bool);
 	void (*call_dtors)(void);
 	size_t static_size, align, tcb_size;
-	size_t slot;         /* bytes of address space per block */
-	ptrdiff_t tid_off;   /* struct pthread's tid */
+	size_t slot;          /* bytes of address space per block */
+	ptrdiff_t tid_off;    /* struct pthread's tid */
 	ptrdiff_t cancel_off; /* struct pthread's cancelhandling */
-	ptrdiff_t rseq_off;  /* the rseq area's cpu_id; 0: none */
-	ptrdiff_t libc_off;  /* libc's static TLS block, from tp */
+	ptrdiff_t list_off;   /* struct pthread's list (of glibc's threads) */
+	ptrdiff_t rseq_off;   /* the rseq area's cpu_id; 0: none */
+	ptrdiff_t libc_off;   /* libc's static TLS block, from tp */
 	size_t libc_size;
 
 	wf_spinlock_t lock; /* guards what follows */
 	uintptr_t pool;     /* released blocks, linked through their first word */
 	char *slab, *slab_end;
-} g = { .once = PTHREAD_ONCE_INIT };
+} g = {.once = PTHREAD_ONCE_INIT};
 
 /* Pool entries are tagged: bit 0 set for a block that was never set up
  * (its libc block is not valid yet). Thread pointers are 64-aligned. */
@@ -143,12 +145,12 @@ static struct {
 
 static __thread int probe_var __attribute__((tls_model("initial-exec"))) = 0x57454654;
 
-__attribute__((noinline, noipa)) static int read_probe_var(void)
+__attribute__((noinline, noipa, unused)) static int read_probe_var(void)
 {
 	return probe_var;
 }
 
-__attribute__((noinline, noipa)) static int *errno_address(void)
+__attribute__((noinline, noipa, unused)) static int *errno_address(void)
 {
 	return &errno;
 }
@@ -160,7 +162,7 @@ struct libc_find {
 	size_t size;
 };
 
-static int find_libc_block(struct dl_phdr_info *info, size_t n, void *arg)
+__attribute__((unused)) static int find_libc_block(struct dl_phdr_info *info, size_t n, void *arg)
 {
 	(void)n;
 	struct libc_find *f = arg;
@@ -178,12 +180,10 @@ static int find_libc_block(struct dl_phdr_info *info, size_t n, void *arg)
 	return 0;
 }
 
-static const uint32_t *db_symbol(const char *name)
+__attribute__((unused)) static const uint32_t *db_symbol(const char *name)
 {
 	return dlsym(RTLD_DEFAULT, name);
 }
-
-static void *setup(char *tp, int fresh);
 
 static const char *probe_assumptions(void)
 {
@@ -214,9 +214,11 @@ static const char *probe_assumptions(void)
 	const uint32_t *tid = db_symbol("_thread_db_pthread_tid");
 	const uint32_t *dtv = db_symbol("_thread_db_pthread_dtvp");
 	const uint32_t *cancel = db_symbol("_thread_db_pthread_cancelhandling");
-	if (!sizeof_pthread || !tid || !dtv || !cancel)
+	const uint32_t *list = db_symbol("_thread_db_pthread_list");
+	if (!sizeof_pthread || !tid || !dtv || !cancel || !list)
 		return "glibc does not export libthread_db's layout of struct pthread";
-	if (dtv[2] != TCB_DTV || tid[0] != 32 || cancel[0] != 32)
+	if (dtv[2] != TCB_DTV || tid[0] != 32 || cancel[0] != 32 ||
+	    list[0] != 2 * 8 * sizeof(void *))
 		return "struct pthread's DTV pointer, tid or cancelhandling is not where "
 		       "this library expects it";
 	static_info(&g.static_size, &g.align);
@@ -225,16 +227,18 @@ static const char *probe_assumptions(void)
 		g.align = 64;
 	if ((g.align & (g.align - 1)) || g.align > 4096 || g.tcb_size < TCB_COPY_TO ||
 	    g.tcb_size > g.static_size || g.static_size > SLAB_SIZE / 8 ||
-	    tid[2] + 4 > g.tcb_size || cancel[2] + 4 > g.tcb_size)
+	    tid[2] + 4 > g.tcb_size || cancel[2] + 4 > g.tcb_size ||
+	    list[2] + 2 * sizeof(void *) > g.tcb_size)
 		return "glibc's static TLS size, alignment or thread descriptor size is out "
 		       "of range";
 	g.tid_off = tid[2];
 	g.cancel_off = cancel[2];
+	g.list_off = list[2];
 	g.slot = (g.static_size + g.align + g.align - 1) & ~(g.align - 1);
 	const ptrdiff_t *rseq_offset = dlsym(RTLD_DEFAULT, "__rseq_offset");
 	if (rseq_offset && *rseq_offset > 0 && (size_t)*rseq_offset + 8 <= g.tcb_size)
 		g.rseq_off = *rseq_offset + 4; /* struct rseq's cpu_id */
-	struct libc_find f = { .errno_at = (const char *)errno_address(), .tp = tp };
+	struct libc_find f = {.errno_at = (const char *)errno_address(), .tp = tp};
 	if (!dl_iterate_phdr(find_libc_block, &f) || f.size > LIBC_BLOCK_MAX || f.off >= 0)
 		return "errno is not in a static TLS block of libc below the thread pointer";
 	g.libc_off = f.off;
@@ -321,6 +325,10 @@ static void *setup(char *tp, int fresh)
 	*(int *)(tp + TCB_GSCOPE) = 0;
 	*(int *)(tp + g.tid_off) = *(int *)(me + g.tid_off);
 	*(int *)(tp + g.cancel_off) = 0;
+	/* In no list of glibc's, but an empty one: fork's child unlinks the
+	 * calling thread from its list (nptl's reclaim_stacks). */
+	void **link = (void **)(tp + g.list_off);
+	link[0] = link[1] = link;
 	if (g.rseq_off) {
 		int cpu = *(int *)(me + g.rseq_off);
 		*(int *)(tp + g.rseq_off) = cpu < 0 ? cpu : -1; /* "not registered" */

@@ -85,6 +85,19 @@ static inline int px_weft(void)
 	return getenv("PX_WEFT") != NULL;
 }
 
+/* Do weft's threads here share their worker's thread-local storage
+ * (include/weft.h, enum weft_tls)? In sanitizer builds (weft refuses
+ * thread control blocks of their own there) and with WEFT_TLS=worker. */
+static inline int px_shared_tls(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return px_weft();
+#else
+	const char *v = getenv("WEFT_TLS");
+	return px_weft() && v && strcmp(v, "worker") == 0;
+#endif
+}
+
 #define PX_SKIP(...)                                 \
 	do {                                         \
 		printf("[  SKIPPED ] " __VA_ARGS__); \

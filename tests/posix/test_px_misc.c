@@ -149,14 +149,13 @@ static void test_pthread_kill(void **state)
 	/* "shall fail": an invalid signal number. */
 	PX_ERR(pthread_kill(th, 12345), EINVAL);
 
-	/* The handler runs in the target thread, not here. (Under weft a
-	 * thread-local variable belongs to the worker, which this thread may
-	 * share with the target: there, only the target's view is checked;
-	 * docs/posix-coverage.md.) */
+	/* The handler runs in the target thread, not here. (Where weft's
+	 * threads share their worker's thread-locals, this thread may share
+	 * the target's: there, only the target's view is checked.) */
 	PX_OK(pthread_kill(th, SIGUSR2));
 	px_join(th);
 	PX_EQ(t.got, 1);
-	if (!px_weft())
+	if (!px_shared_tls())
 		PX_EQ(got_usr2, 0);
 
 	/* To a thread blocking it: pending for that thread until unblocked. */
