@@ -6,6 +6,10 @@
  * backends, alternating with the peers inside each trial. The main thread
  * runs the peers between sessions, as a plain kernel thread.
  *
+ * The create_join_tls_own and yield_tls_own rows measure the same bodies
+ * with ULTs that have thread-local storage of their own (WEFT_TLS_OWN), each
+ * against WEFT_TLS_WORKER in the same alternating trials (tls_own_group).
+ *
  * The chain row (N threads alive at once) runs each trial in a fresh child
  * process (the hidden "_chain" subcommand) so that its peak RSS, read from
  * wait4's rusage, belongs to that system alone.
@@ -89,30 +93,70 @@ static void *noop(void *arg)
 	return arg;
 }
 
+/* c->iarg[0] of the create_join and yield bodies: the ULTs' thread-local
+ * storage (enum weft_tls). WEFT_TLS_DEFAULT sets no attribute at all, as
+ * the create_join and yield rows always did; the *_tls_own rows ask for
+ * WEFT_TLS_OWN and measure it against an explicit WEFT_TLS_WORKER. */
+static int tls_of(const wb_case_t *c)
+{
+	return (int)c->iarg[0];
+}
+
+/* weft_create's error into the sample. ENOTSUP for a thread-local block of
+ * its own means this build or machine cannot have one (a sanitizer build,
+ * not x86-64 with glibc 2.34+): the row is skipped, not failed. */
+static int create_error(wb_sample_t *s, int rc, int tls, const char *what)
+{
+	if (rc == ENOTSUP && tls == WEFT_TLS_OWN)
+		ERR(s,
+		    "skipped: WEFT_TLS_OWN is not available here (weft_create: %s; "
+		    "WEFT_VERBOSE=1 says why)",
+		    strerror(rc));
+	else
+		ERR(s, "weft_create: %s%s", strerror(rc), what);
+	return rc;
+}
+
 static int weft_create_join(const wb_case_t *c, long n, wb_sample_t *s)
 {
+	int tls = tls_of(c);
+	weft_attr_t a;
+	int rc = weft_attr_init(&a);
+
+	if (!rc && tls)
+		rc = weft_attr_settls(&a, tls);
+	if (rc) {
+		ERR(s, "weft_attr_settls: %s", strerror(rc));
+		return rc;
+	}
 	int64_t t0 = wb_now_ns();
 	for (long i = 0; i < n; i++) {
 		weft_t t;
-		int rc = weft_create(&t, NULL, noop, NULL);
+		rc = weft_create(&t, tls ? &a : NULL, noop, NULL);
 		if (rc) {
-			ERR(s, "weft_create: %s (after %ld)", strerror(rc), i);
-			return rc;
+			char what[48];
+			snprintf(what, sizeof what, " (after %ld)", i);
+			weft_attr_destroy(&a);
+			return create_error(s, rc, tls, what);
 		}
 		rc = weft_join(t, NULL);
 		if (rc) {
 			ERR(s, "weft_join: %s", strerror(rc));
+			weft_attr_destroy(&a);
 			return rc;
 		}
 	}
 	s->elapsed_ns = (double)(wb_now_ns() - t0);
 	s->value = s->elapsed_ns / (double)n;
+	weft_attr_destroy(&a);
 	return 0;
 }
 
-/* Start two ULTs running fn(arg[i]), ULT i bound to worker w[i] (-1: any),
+/* Start two ULTs running fn(arg[i]), ULT i bound to worker w[i] (-1: any)
+ * with thread-local storage tls (enum weft_tls; WEFT_TLS_DEFAULT: not set),
  * and join both. */
-static int run_pair(void *(*fn)(void *), void *arg0, void *arg1, int w0, int w1, wb_sample_t *s)
+static int run_pair(void *(*fn)(void *), void *arg0, void *arg1, int w0, int w1, int tls,
+		    wb_sample_t *s)
 {
 	weft_attr_t a[2];
 	weft_t t[2];
@@ -123,17 +167,15 @@ static int run_pair(void *(*fn)(void *), void *arg0, void *arg1, int w0, int w1,
 	for (int i = 0; i < 2; i++) {
 		weft_attr_init(&a[i]);
 		weft_attr_setworker(&a[i], w[i]);
+		if (tls)
+			weft_attr_settls(&a[i], tls);
 	}
 	rc = weft_create(&t[0], &a[0], fn, args[0]);
-	if (rc) {
-		ERR(s, "weft_create: %s", strerror(rc));
-		return rc;
-	}
+	if (rc)
+		return create_error(s, rc, tls, "");
 	rc = weft_create(&t[1], &a[1], fn, args[1]);
-	if (rc) {
-		ERR(s, "weft_create: %s (the first ULT is left waiting)", strerror(rc));
-		return rc;
-	}
+	if (rc)
+		return create_error(s, rc, tls, " (the first ULT is left waiting)");
 	for (int i = 0; i < 2; i++) {
 		int jrc = weft_join(t[i], NULL);
 		if (jrc && !rc) {
@@ -153,11 +195,12 @@ static void *yielder(void *p)
 	return NULL;
 }
 
-/* Two ULTs bound to worker 0, each calling weft_yield n times: 2n switches. */
+/* Two ULTs bound to worker 0, each calling weft_yield n times: 2n switches.
+ * iarg[0]: their thread-local storage (tls_of). */
 static int weft_yield_pair(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int64_t t0 = wb_now_ns();
-	int rc = run_pair(yielder, &n, &n, 0, 0, s);
+	int rc = run_pair(yielder, &n, &n, 0, 0, tls_of(c), s);
 	if (rc)
 		return rc;
 	s->elapsed_ns = (double)(wb_now_ns() - t0);
@@ -224,7 +267,8 @@ static int weft_park_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
 	atomic_init(&pp.h[0], WEFT_NULL);
 	atomic_init(&pp.h[1], WEFT_NULL);
 	int64_t t0 = wb_now_ns();
-	int rc = run_pair(park_player, &pl[0], &pl[1], (int)c->iarg[0], (int)c->iarg[1], s);
+	int rc = run_pair(park_player, &pl[0], &pl[1], (int)c->iarg[0], (int)c->iarg[1],
+			  WEFT_TLS_DEFAULT, s);
 	if (rc)
 		return rc;
 	s->elapsed_ns = (double)(wb_now_ns() - t0);
@@ -659,6 +703,48 @@ static wb_row_t *find(wb_row_t *rows, int n, const char *system)
 
 #define NCASES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* A *_tls_own group: body with WEFT_TLS_OWN on each weft backend and, in the
+ * same alternating trials, body with an explicit WEFT_TLS_WORKER. The
+ * latter are not rows of their own (the create_join and yield rows report
+ * that cost) but the reference each OWN row states its cost against:
+ * worker_tls_median, delta_vs_worker_tls (OWN minus WORKER, in the unit) and
+ * ratio_vs_worker_tls. No pthread row: a pthread always has its own. */
+static void tls_own_group(const wb_opts_t *o, wb_report_t *r, const char *bench, const char *unit,
+			  wb_run_fn body, const char *where, const char *note)
+{
+	wb_case_t cases[] = {
+		WEFT_CASE(WEFT_CONTEXT_ASM, body, where, note),
+		WEFT_CASE(WEFT_CONTEXT_UCONTEXT, body, where, note),
+		WEFT_CASE(WEFT_CONTEXT_ASM, body, where, NULL),
+		WEFT_CASE(WEFT_CONTEXT_UCONTEXT, body, where, NULL),
+	};
+	enum { NOWN = 2 }; /* cases[i + NOWN] is cases[i]'s reference */
+	for (int i = 0; i < NCASES(cases); i++)
+		cases[i].iarg[0] = i < NOWN ? WEFT_TLS_OWN : WEFT_TLS_WORKER;
+	wb_group_t g = {bench, unit, cases, NCASES(cases)};
+	wb_row_t rows[NCASES(cases)];
+
+	if (!wb_selected_bench(o, g.bench))
+		return;
+	wb_run_group(o, &g, rows);
+	for (int i = 0; i < NOWN; i++) {
+		wb_row_t *own = &rows[i], *ref = &rows[i + NOWN];
+		if (!own->system || own->error[0])
+			continue;
+		if (ref->error[0]) {
+			wb_row_note(own, "WEFT_TLS_WORKER reference failed: %s", ref->error);
+			continue;
+		}
+		double d = own->median - ref->median;
+		wb_row_extra(own, "worker_tls_median", ref->median);
+		wb_row_extra(own, "delta_vs_worker_tls", d);
+		wb_row_extra(own, "ratio_vs_worker_tls", own->median / ref->median);
+		wb_row_note(own, "%+.3g %s (%.3gx) vs WEFT_TLS_WORKER (%.3g), alternating", d, unit,
+			    own->median / ref->median, ref->median);
+	}
+	emit(r, rows, NOWN);
+}
+
 int wb_micro_main(const wb_opts_t *o)
 {
 	wb_machine_t m;
@@ -694,8 +780,9 @@ int wb_micro_main(const wb_opts_t *o)
 	snprintf(place, sizeof place,
 		 "pthread yield and same-core futex rows: both threads pinned to CPU %d; "
 		 "two-core futex: CPUs %d and %d; other pthread rows unpinned. weft "
-		 "yield/park_1worker: both ULTs bound to worker 0; park_2workers: workers 0 "
-		 "and 1; other weft rows: default attributes (any worker)",
+		 "yield, yield_tls_own, park_1worker: both ULTs bound to worker 0; "
+		 "park_2workers: workers 0 and 1; other weft rows: default attributes (any "
+		 "worker)",
 		 wb_cpu(0), wb_cpu(0), wb_cpu(1));
 	snprintf(trials_desc, sizeof trials_desc,
 		 "%d after 1 warm-up, systems alternating within each trial, ~%g ms per run; "
@@ -744,6 +831,8 @@ int wb_micro_main(const wb_opts_t *o)
 			emit(&r, rows, g.ncases);
 		}
 	}
+	tls_own_group(o, &r, "create_join_tls_own", "ns/pair", weft_create_join, "any",
+		      "weft_create with WEFT_TLS_OWN + weft_join");
 
 	/* yield: switches between two threads on one core */
 	{
@@ -802,6 +891,8 @@ int wb_micro_main(const wb_opts_t *o)
 			emit(&r, rows, g.ncases);
 		}
 	}
+	tls_own_group(o, &r, "yield_tls_own", "ns/switch", weft_yield_pair, "worker 0",
+		      "2 ULTs with WEFT_TLS_OWN x n weft_yield; RT = 2 switches");
 
 	/* park/unpark ping-pong, one worker and two */
 	for (int two = 0; two <= 1; two++) {

@@ -164,7 +164,8 @@ WEFT_API int weft_attr_getworker(const weft_attr_t *a, int *worker);
  *   WEFT_TLS_OWN     a thread control block of its own, as a kernel thread
  *                    has: its own __thread and C++ thread_local variables,
  *                    errno, malloc cache and exception state, wherever it
- *                    runs; a few nanoseconds per switch to or from it and
+ *                    runs; one wrfsbase per switch to or from it (about
+ *                    10 ns on the AMD EPYC weft is measured on) and
  *                    about 4 KiB of address space;
  *   WEFT_TLS_DEFAULT the process's default (weft_config_t.tls, WEFT_TLS):
  *                    WORKER unless set to own. The POSIX layer's threads
