@@ -125,8 +125,14 @@ __attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
 }
 
 /* wf_tls_worker's distance from a thread pointer: the same in every block
- * (static TLS). Set before any ULT has a block of its own. */
+ * (static TLS). Set before any ULT has a block of its own, by every worker
+ * as it starts (the same value: relaxed atomics). */
 static ptrdiff_t tls_worker_off;
+
+static inline wf_worker_t **tls_worker_in(void *tp)
+{
+	return (wf_worker_t **)((char *)tp + __atomic_load_n(&tls_worker_off, __ATOMIC_RELAXED));
+}
 
 void wf_worker_set_self(wf_worker_t *w)
 {
@@ -134,13 +140,14 @@ void wf_worker_set_self(wf_worker_t *w)
 	if (w) { /* called on w's own kernel thread */
 		w->errno_loc = &errno;
 		w->tp = w->cur_tp = wf_tls_current();
-		tls_worker_off = wf_tls_offset_of(&wf_tls_worker);
+		__atomic_store_n(&tls_worker_off, wf_tls_offset_of(&wf_tls_worker),
+				 __ATOMIC_RELAXED);
 	}
 }
 
 void wf_worker_set_tp(wf_worker_t *w, void *tp)
 {
-	*(wf_worker_t **)((char *)tp + tls_worker_off) = w;
+	*tls_worker_in(tp) = w;
 	w->errno_loc = (int *)((char *)tp + wf_tls_offset_of(&errno));
 	w->tp = tp;
 }
@@ -379,7 +386,7 @@ static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t 
 	WF_ULT_MOVE(next, WF_RUNNABLE, WF_RUNNABLE, WF_RUNNING);
 	__atomic_store_n(&next->last_worker, w->id, __ATOMIC_RELAXED);
 	if (unlikely(next->tp != NULL))
-		*(wf_worker_t **)((char *)next->tp + tls_worker_off) = w; /* "Thread pointers" */
+		*tls_worker_in(next->tp) = w; /* "Thread pointers" */
 	install_tp(w, next->tp ? next->tp : w->tp);
 	return &next->ctx;
 }
