@@ -93,8 +93,9 @@ typedef struct weft_config {
 	int tls;                 /* enum weft_tls: the default of ULTs' thread-local
 	                            storage; WEFT_TLS_DEFAULT: WEFT_TLS ("own" or
 	                            "worker"), else worker for weft_create's ULTs
-	                            and own for the POSIX layer's threads. Unless
-	                            worker, the ULT that called weft_init keeps its
+	                            and own for the POSIX layer's threads. Under own
+	                            (and under the default when the POSIX layer
+	                            started the runtime) the root ULT keeps its
 	                            kernel thread's thread-locals wherever it runs */
 	const char *scheds;      /* the scheduler of each worker, as WEFT_SCHED
 	                            writes it ("share", "share:0,steal:1-3"; see

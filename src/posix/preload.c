@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "posix/posix.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 #include "sync/wait.h"
 
@@ -52,6 +53,7 @@ __attribute__((constructor(101))) static void wf_sys_init(void)
 
 __attribute__((constructor(102))) static void wf_preload_start(void)
 {
+	atomic_store(&wf_posix_start, 1); /* main keeps its thread-locals (runtime/init.c) */
 	int e = weft_init(NULL);
 	if (e == EBUSY && atomic_load(&wf_rt.state) == WF_RT_RUNNING)
 		return; /* started already, lazily, by an earlier constructor's call */

@@ -47,6 +47,8 @@ static wf_px_attr_t *attr_of(const pthread_attr_t *a)
  * on (runtime/init.c, wf_start_lazily). */
 int wf_px_ensure(void)
 {
+	if (unlikely(atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING))
+		atomic_store_explicit(&wf_posix_start, 1, memory_order_relaxed);
 	return wf_ensure_runtime();
 }
 

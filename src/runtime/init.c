@@ -43,6 +43,8 @@ static void free_sched_spec(void)
 	wf_rt.sched_spec = NULL;
 }
 
+atomic_int wf_posix_start;
+
 static void release_w0_tp(void)
 {
 	if (wf_rt.w0_tp) {
@@ -107,9 +109,13 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.root = root;
 	atomic_store(&wf_rt.foreign_created, 0);
 
-	/* Thread-local storage: WEFT_TLS=own must be had; unless worker, the
-	 * root keeps its kernel thread's block and worker 0 gets one made
-	 * (sched.c, "Thread pointers"). */
+	/* Thread-local storage: WEFT_TLS=own must be had. Under own, and under
+	 * the default when the POSIX layer starts the runtime (a pthread
+	 * program's main keeps its thread-locals), the root keeps its kernel
+	 * thread's block and worker 0 gets one made (sched.c, "Thread
+	 * pointers"): two thread-pointer writes per switch between the root
+	 * and a ULT without a block of its own, which a native program that
+	 * did not ask does not pay. */
 	const char *why;
 	int tls_e = c->tls == WEFT_TLS_WORKER ? ENOTSUP : wf_tls_probe(&why);
 	if (c->tls == WEFT_TLS_OWN && tls_e) {
@@ -117,7 +123,9 @@ static int start(const weft_config_t *c, int with_root)
 		e = ENOTSUP;
 		goto fail;
 	}
-	if (root && !tls_e && !(wf_rt.w0_tp = wf_tls_alloc(NULL))) {
+	int root_tls = c->tls == WEFT_TLS_OWN ||
+		       (c->tls == WEFT_TLS_DEFAULT && atomic_load(&wf_posix_start));
+	if (root && root_tls && !tls_e && !(wf_rt.w0_tp = wf_tls_alloc(NULL))) {
 		e = ENOMEM;
 		goto fail;
 	}

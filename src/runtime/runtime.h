@@ -23,6 +23,10 @@ WF_HIDDEN int wf_sched_spec(const char *spec, int n, const weft_sched_ops_t **at
 
 /* Start the runtime with defaults unless it runs already. */
 WF_HIDDEN int wf_start_lazily(void);
+/* The POSIX layer starts the runtime (not weft_init): under the default
+ * WEFT_TLS the root ULT then keeps its kernel thread's thread-locals
+ * (init.c, start). */
+WF_HIDDEN extern atomic_int wf_posix_start;
 static inline int wf_ensure_runtime(void)
 {
 	if (likely(atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING))

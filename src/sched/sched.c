@@ -65,9 +65,9 @@
  *   switch tail installs whenever it runs, on whichever worker. Every other
  *   context of a worker - its loop, ULTs without one - runs on the
  *   worker's tp, which is its kernel thread's own, except on worker 0 when
- *   the root ULT keeps the kernel thread's block for itself (the main
- *   thread's thread-locals stay main's wherever it runs) and worker 0 gets
- *   a block made for it (wf_workers_start). The worker pointer below is a
+ *   the root ULT keeps the kernel thread's block for itself (WEFT_TLS=own,
+ *   or a pthread program: main's thread-locals stay main's wherever it
+ *   runs; init.c) and worker 0 gets a block made for it (wf_workers_start). The worker pointer below is a
  *   thread-local too: the tail writes it into the block of the ULT it
  *   starts, so wf_worker_self is right under any thread pointer.
  *
