@@ -39,10 +39,10 @@
  *     pointer is at 8 - checked against _thread_db_pthread_dtvp; the
  *     copied words lie between 24 and 80 (tcbhead_t of glibc 2.34-2.40;
  *     the stack guard at 0x28 is also GCC's ABI);
- *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid,
- *     cancelhandling and list fields are where _thread_db_pthread_tid,
- *     _cancelhandling and _list say (libthread_db reads threads with these
- *     exported descriptors; they are glibc's own record of its layout);
+ *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid and
+ *     list fields are where _thread_db_pthread_tid and _list say
+ *     (libthread_db reads threads with these exported descriptors; they
+ *     are glibc's own record of its layout);
  *   - the rseq area is at tp + __rseq_offset (a public ABI, glibc 2.35);
  *   - the five calls above exist (GLIBC_PRIVATE, looked up by dlsym), and
  *     __call_tls_dtors runs a thread's C++ thread_local destructors;
@@ -52,13 +52,25 @@
  *     kernel thread for a moment, and a variable of this library's static
  *     TLS must read its initial value there and errno must live inside the
  *     block.
- *   Not assumed: any other field of struct pthread. A ULT's are zero but
- *   for the tid, which is its creator's kernel thread's (glibc's code for
- *   the calling thread asks the kernel for its tid when it matters -
- *   raise, pthread_kill of self), the rseq cpu_id, set to "not registered"
- *   so that sched_getcpu asks the kernel, and the list links, which form
- *   an empty list: fork's child takes the calling thread out of glibc's
- *   list of threads, and would crash on null links.
+ *   Not assumed: any other field of struct pthread. A ULT's are zero, as
+ *   in a new thread, but for
+ *     tid      WF_TLS_TID_BASE (2^30) + the ULT's registry slot, worker 0's
+ *              block 2^30 - 1: unique among live threads and above any
+ *              kernel thread id (pid_max <= 2^22), so that glibc's
+ *              recursive and error-checking mutexes - its dynamic linker's
+ *              locks among them - tell ULTs apart. Not a kernel id: glibc's
+ *              code for the calling thread asks the kernel when it must
+ *              (raise, pthread_kill of self), but glibc's own robust and
+ *              priority-inheriting mutexes (which the POSIX layer replaces)
+ *              do not work in a ULT with a block;
+ *     rseq     cpu_id "not registered", so that sched_getcpu asks the
+ *              kernel;
+ *     list     links that form an empty list: fork's child takes the
+ *              calling thread out of glibc's list of threads, and would
+ *              crash on null links.
+ *   And one act of glibc's thread start is done for a fresh block: the
+ *   ctype table pointers (uselocale(LC_GLOBAL_LOCALE) with the block
+ *   installed for a moment; isalpha crashed without).
  *
  * Installing
  *   The switch tail (sched.c) installs the next context's thread pointer
@@ -124,12 +136,11 @@ static struct {
 	void (*deallocate)(void *, bool);
 	void (*call_dtors)(void);
 	size_t static_size, align, tcb_size;
-	size_t slot;          /* bytes of address space per block */
-	ptrdiff_t tid_off;    /* struct pthread's tid */
-	ptrdiff_t cancel_off; /* struct pthread's cancelhandling */
-	ptrdiff_t list_off;   /* struct pthread's list (of glibc's threads) */
-	ptrdiff_t rseq_off;   /* the rseq area's cpu_id; 0: none */
-	ptrdiff_t libc_off;   /* libc's static TLS block, from tp */
+	size_t slot;        /* bytes of address space per block */
+	ptrdiff_t tid_off;  /* struct pthread's tid */
+	ptrdiff_t list_off; /* struct pthread's list (of glibc's threads) */
+	ptrdiff_t rseq_off; /* the rseq area's cpu_id; 0: none */
+	ptrdiff_t libc_off; /* libc's static TLS block, from tp */
 	size_t libc_size;
 
 	wf_spinlock_t lock; /* guards what follows */
@@ -213,26 +224,23 @@ static const char *probe_assumptions(void)
 	const uint32_t *sizeof_pthread = db_symbol("_thread_db_sizeof_pthread");
 	const uint32_t *tid = db_symbol("_thread_db_pthread_tid");
 	const uint32_t *dtv = db_symbol("_thread_db_pthread_dtvp");
-	const uint32_t *cancel = db_symbol("_thread_db_pthread_cancelhandling");
 	const uint32_t *list = db_symbol("_thread_db_pthread_list");
-	if (!sizeof_pthread || !tid || !dtv || !cancel || !list)
+	if (!sizeof_pthread || !tid || !dtv || !list)
 		return "glibc does not export libthread_db's layout of struct pthread";
-	if (dtv[2] != TCB_DTV || tid[0] != 32 || cancel[0] != 32 ||
-	    list[0] != 2 * 8 * sizeof(void *))
-		return "struct pthread's DTV pointer, tid or cancelhandling is not where "
-		       "this library expects it";
+	if (dtv[2] != TCB_DTV || tid[0] != 32 || list[0] != 2 * 8 * sizeof(void *))
+		return "struct pthread's DTV pointer, tid or list is not what this library "
+		       "expects";
 	static_info(&g.static_size, &g.align);
 	g.tcb_size = *sizeof_pthread;
 	if (g.align < 64)
 		g.align = 64;
 	if ((g.align & (g.align - 1)) || g.align > 4096 || g.tcb_size < TCB_COPY_TO ||
 	    g.tcb_size > g.static_size || g.static_size > SLAB_SIZE / 8 ||
-	    tid[2] + 4 > g.tcb_size || cancel[2] + 4 > g.tcb_size ||
+	    tid[2] + 4 > g.tcb_size || tid[2] < TCB_COPY_TO || list[2] < TCB_COPY_TO ||
 	    list[2] + 2 * sizeof(void *) > g.tcb_size)
 		return "glibc's static TLS size, alignment or thread descriptor size is out "
 		       "of range";
 	g.tid_off = tid[2];
-	g.cancel_off = cancel[2];
 	g.list_off = list[2];
 	g.slot = (g.static_size + g.align + g.align - 1) & ~(g.align - 1);
 	const ptrdiff_t *rseq_offset = dlsym(RTLD_DEFAULT, "__rseq_offset");
@@ -319,12 +327,13 @@ static void *setup(char *tp, int fresh)
 	if (!fresh)
 		memcpy(tp + g.libc_off, libc, g.libc_size);
 	char *me = wf_tls_current();
+	if (!fresh) /* the rest of the descriptor as in a new thread: zero */
+		memset(tp + TCB_COPY_TO, 0, g.tcb_size - TCB_COPY_TO);
 	*(void **)tp = tp;
 	*(void **)(tp + TCB_SELF) = tp;
 	memcpy(tp + TCB_COPY_FROM, me + TCB_COPY_FROM, TCB_COPY_TO - TCB_COPY_FROM);
 	*(int *)(tp + TCB_GSCOPE) = 0;
-	*(int *)(tp + g.tid_off) = *(int *)(me + g.tid_off);
-	*(int *)(tp + g.cancel_off) = 0;
+	*(int *)(tp + g.tid_off) = WF_TLS_TID_BASE - 1; /* until wf_tls_set_tid */
 	/* In no list of glibc's, but an empty one: fork's child unlinks the
 	 * calling thread from its list (nptl's reclaim_stacks). */
 	void **link = (void **)(tp + g.list_off);
@@ -333,7 +342,20 @@ static void *setup(char *tp, int fresh)
 		int cpu = *(int *)(me + g.rseq_off);
 		*(int *)(tp + g.rseq_off) = cpu < 0 ? cpu : -1; /* "not registered" */
 	}
+	if (fresh) {
+		/* What glibc's thread start does in the thread (__ctype_init):
+		 * the ctype tables' pointers for the global locale, which a
+		 * reused block keeps (wf_tls_exiting puts the locale back). */
+		wf_tls_install(tp);
+		uselocale(LC_GLOBAL_LOCALE);
+		wf_tls_install(me);
+	}
 	return tp;
+}
+
+void wf_tls_set_tid(void *tp, int tid)
+{
+	*(int *)((char *)tp + g.tid_off) = tid;
 }
 
 static void pool_push(char *tp, uintptr_t tag)

@@ -62,6 +62,10 @@ static inline void wf_tls_install(void *tp)
  * thread). Returns its thread pointer, or NULL (ENOMEM). c: the caller's
  * worker's cache, or NULL. Only after wf_tls_probe returned 0. */
 WF_HIDDEN void *wf_tls_alloc(wf_tls_cache_t *c);
+/* The thread id glibc's code reads in a block (tls.c): WF_TLS_TID_BASE +
+ * a number unique among the live ULTs with blocks (their registry slot). */
+#define WF_TLS_TID_BASE (1 << 30)
+WF_HIDDEN void wf_tls_set_tid(void *tp, int tid);
 /* Give back a block from wf_tls_alloc, installed nowhere any more. */
 WF_HIDDEN void wf_tls_release(wf_tls_cache_t *c, void *tp);
 /* Move a worker's cache to the global pool (the worker stops). */

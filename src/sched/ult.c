@@ -127,6 +127,8 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 		wf_stack_free(w ? &w->stacks : NULL, s);
 		return e;
 	}
+	if (u->tp)
+		wf_tls_set_tid(u->tp, WF_TLS_TID_BASE + (int)(u->id & ((1u << WF_SLOT_BITS) - 1)));
 	*id = u->id; /* before it can run: a detached ULT may be gone at once */
 	if (WF_TSAN)
 		name_fiber(u);
