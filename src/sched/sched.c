@@ -64,12 +64,12 @@
  *   of the POSIX layer has, unless WEFT_TLS=worker): its tp, which the
  *   switch tail installs whenever it runs, on whichever worker. Every other
  *   context of a worker - its loop, ULTs without one - runs on the
- *   worker's tp, which is its kernel thread's own, except on worker 0 when
- *   the root ULT keeps the kernel thread's block for itself (WEFT_TLS=own,
- *   or a pthread program: main's thread-locals stay main's wherever it
- *   runs; init.c) and worker 0 gets a block made for it (wf_workers_start). The worker pointer below is a
- *   thread-local too: the tail writes it into the block of the ULT it
- *   starts, so wf_worker_self is right under any thread pointer.
+ *   worker's tp, its kernel thread's own. Except on worker 0 when the root
+ *   ULT keeps that block for itself (WEFT_TLS=own, or a pthread program:
+ *   main's thread-locals stay main's wherever it runs; init.c): worker 0
+ *   then gets a block made for it (wf_workers_start). The worker pointer
+ *   below is a thread-local too: the tail writes it into the block of the
+ *   ULT it starts, so wf_worker_self is right under any thread pointer.
  *
  * Schedulers (policy.c)
  *   Which ready ULT a worker runs next is its scheduler's decision: a table
