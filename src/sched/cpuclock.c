@@ -7,6 +7,14 @@
  * worker's kernel-thread CPU time since that ULT started running there
  * (wf_cpu_account, called by the switch tail in sched.c). Time a ULT ran
  * before counting started is not seen.
+ *
+ * Reading a running ULT's time from another kernel thread adds the run in
+ * progress (now - the worker's run_start) to what earlier runs were
+ * charged. A switch changes both, and the worker's current ULT, so a reader
+ * could pair the new run_start with the old total and miss a whole run:
+ * each worker's cpu_seq is a sequence lock around that (odd while a switch
+ * charges; wf_cpu_account to wf_cpu_account_end), and a reader retries
+ * while it moved.
  */
 #include <pthread.h>
 #include <time.h>
@@ -28,6 +36,8 @@ static uint64_t thread_cpu_ns(clockid_t c)
  * atomic accesses, here too. */
 void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving)
 {
+	__atomic_store_n(&w->cpu_seq, w->cpu_seq + 1, __ATOMIC_RELAXED); /* odd */
+	atomic_thread_fence(memory_order_release);
 	clockid_t clk = __atomic_load_n(&w->cpu_clockid, __ATOMIC_RELAXED);
 	if (!clk) {
 		if (WF_SYS(pthread_getcpuclockid)(WF_SYS(pthread_self)(), &clk))
@@ -41,24 +51,41 @@ void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving)
 	__atomic_store_n(&w->run_start, now, __ATOMIC_RELAXED);
 }
 
+void wf_cpu_account_end(wf_worker_t *w)
+{
+	__atomic_store_n(&w->cpu_seq, w->cpu_seq + 1, __ATOMIC_RELEASE); /* even */
+}
+
 /* u's CPU time so far, including the run in progress if it is running. */
 uint64_t wf_ult_cpu_ns(wf_ult_t *u)
 {
-	uint64_t t = atomic_load_explicit(&u->cpu_ns, memory_order_relaxed);
 	/* Fields of u and of another worker that their owner writes meanwhile:
-	 * relaxed atomic loads, a snapshot that may miss a switch under way. */
-	int last = __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED);
-	if (last >= 0 && last < wf_rt.nworkers) {
+	 * atomic loads inside the worker's sequence lock (see above); after
+	 * many retries (a worker switching without pause), the last snapshot. */
+	for (int tries = 0;; tries++) {
+		uint64_t t = atomic_load_explicit(&u->cpu_ns, memory_order_relaxed);
+		int last = __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED);
+		if (last < 0 || last >= wf_rt.nworkers)
+			return t;
 		wf_worker_t *v = wf_rt.workers[last];
+		unsigned s1 = __atomic_load_n(&v->cpu_seq, __ATOMIC_ACQUIRE);
+		t = atomic_load_explicit(&u->cpu_ns, memory_order_relaxed);
 		uint64_t start = __atomic_load_n(&v->run_start, __ATOMIC_RELAXED);
 		clockid_t clk = __atomic_load_n(&v->cpu_clockid, __ATOMIC_RELAXED);
+		uint64_t live = 0;
 		if (__atomic_load_n(&v->current, __ATOMIC_RELAXED) == u && start && clk) {
 			uint64_t now = thread_cpu_ns(clk);
 			if (now > start)
-				t += now - start;
+				live = now - start;
 		}
+		atomic_thread_fence(memory_order_acquire);
+		unsigned s2 = __atomic_load_n(&v->cpu_seq, __ATOMIC_RELAXED);
+		if ((s1 == s2 && !(s1 & 1) &&
+		     __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED) == last) ||
+		    tries >= 1000)
+			return t + live;
+		wf_cpu_relax();
 	}
-	return t;
 }
 
 /* Start counting (the first pthread_getcpuclockid, or the first read of
@@ -72,8 +99,10 @@ void wf_cpu_clock_start(void)
 	 * A worker that switches meanwhile sets its own start (wf_cpu_account);
 	 * the CASes from 0 leave that alone. */
 	wf_worker_t *self = wf_worker_self();
-	if (self)
+	if (self) {
 		wf_cpu_account(self, NULL);
+		wf_cpu_account_end(self);
+	}
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_worker_t *v = wf_rt.workers[i];
 		clockid_t c, none_c = 0;

@@ -9,8 +9,10 @@
 struct wf_worker;
 
 /* Charge the ULT leaving w (NULL: none) and start timing the next run.
- * Called by w's owner at every switch while counting is on. */
+ * Called by w's owner at every switch while counting is on, and followed by
+ * wf_cpu_account_end once w's current ULT is the next one. */
 WF_HIDDEN void wf_cpu_account(struct wf_worker *w, wf_ult_t *leaving);
+WF_HIDDEN void wf_cpu_account_end(struct wf_worker *w);
 /* Start counting (idempotent). */
 WF_HIDDEN void wf_cpu_clock_start(void);
 /* u's CPU time so far, the run in progress included (any thread). */

@@ -367,14 +367,17 @@ static inline void install_tp(wf_worker_t *w, void *tp)
  * Called only by w's owner, with w->prev/prev_action already set. */
 static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t *next)
 {
-	if (unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)))
+	int charged = unlikely(atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed));
+	if (charged)
 		wf_cpu_account(w, leaving);
 	if (WF_TRACING())
 		wf_trace_switch(w, leaving, next, w->prev_action);
 	/* current and last_worker are read by other kernel threads too (a
 	 * ULT's CPU time, cpuclock.c): relaxed atomic stores. */
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
-	w->resched = 0; /* a decision was made */
+	if (charged)
+		wf_cpu_account_end(w); /* cpuclock.c: after current */
+	w->resched = 0;                /* a decision was made */
 	WF_OWNER_ADD(&w->n_switches, 1);
 	if (!next) {
 		install_tp(w, w->tp);

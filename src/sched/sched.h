@@ -102,6 +102,7 @@ typedef struct wf_worker {
 	long created, exited;      /* ULTs created / exited here; owner writes, wf_live reads */
 	long spin_ns;              /* current idle spin budget (tune_spin) */
 	uint64_t run_start;        /* thread CPU time when current started (cpuclock.c) */
+	unsigned cpu_seq;          /* odd while a switch charges CPU time (cpuclock.c) */
 	clockid_t cpu_clockid;     /* this kernel thread's CPU clock (cpuclock.c) */
 	pthread_t thread;
 	stack_t old_altstack;

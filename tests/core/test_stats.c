@@ -488,6 +488,48 @@ static void test_cputime_of_another_running_ult(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Two ULTs on the other worker spin 20 us and yield to each other, so that
+ * worker switches all the time; t's time, read meanwhile, never goes back.
+ * A read that met a switch half way could pair the new run's start with
+ * the old total and miss a whole run (cpuclock.c, the sequence lock). */
+static void *spin_and_yield(void *arg)
+{
+	struct spinner *s = arg;
+	atomic_store(&s->started, 1);
+	while (!atomic_load(&s->stop)) {
+		uint64_t until = wt_now_ns() + 20000;
+		while (wt_now_ns() < until)
+			;
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void test_cputime_of_a_switching_ult_never_goes_back(void **state)
+{
+	wt_init(2);
+	cputime(weft_self()); /* counting on */
+	struct spinner s = {0};
+	int w = other_worker();
+	weft_t t = wt_spawn_on(w, spin_and_yield, &s);
+	weft_t u = wt_spawn_on(w, spin_and_yield, &s);
+	WT_WAIT(atomic_load(&s.started), 10);
+	uint64_t prev = 0, end = wt_now_ns() + 300 * MS;
+	long reads = 0;
+	while (wt_now_ns() < end) {
+		uint64_t now = cputime(t);
+		WT_CMPU(now, >=, prev);
+		prev = now;
+		reads++;
+	}
+	atomic_store(&s.stop, 1);
+	wt_join(t);
+	wt_join(u);
+	WT_CMPU(prev, >, 0);
+	WT_CMP(reads, >, 100);
+	WT_OK(weft_shutdown());
+}
+
 static void test_cputime_counting_starts_while_it_runs(void **state)
 {
 	wt_init(2);
@@ -591,6 +633,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats_errors_without_runtime),
+		cmocka_unit_test(test_cputime_of_a_switching_ult_never_goes_back),
 		cmocka_unit_test(test_stats_bad_arguments),
 		cmocka_unit_test(test_stats_invalid_cpu_clock_env),
 		cmocka_unit_test(test_stats_yields_add_switches),

@@ -395,12 +395,14 @@ static void test_fifo_if_permitted(void **state)
 }
 
 struct cpu_phases {
-	sem_t computed, slept, ack;
+	sem_t go, computed, slept, ack;
 };
 
 static void *compute_then_sleep(void *arg)
 {
 	struct cpu_phases *p = arg;
+	while (sem_wait(&p->go) != 0) /* computing starts after the first read */
+		;
 	px_compute_ms(200);
 	sem_post(&p->computed);
 	while (sem_wait(&p->ack) != 0)
@@ -422,10 +424,12 @@ static long long cpu_ns(clockid_t c)
 /* The clock of pthread_getcpuclockid, read from another thread, advances by
  * a good part of 200 ms of computing and by little over 300 ms of sleep.
  * (The bounds are loose: on a loaded machine the thread may not get the CPU
- * for all its 200 ms.) */
+ * for all its 200 ms.) The thread computes only after the first read: a
+ * thread another CPU runs at once could otherwise compute before it. */
 static void test_getcpuclockid(void **state)
 {
 	struct cpu_phases p;
+	PX_SYSOK(sem_init(&p.go, 0, 0));
 	PX_SYSOK(sem_init(&p.computed, 0, 0));
 	PX_SYSOK(sem_init(&p.slept, 0, 0));
 	PX_SYSOK(sem_init(&p.ack, 0, 0));
@@ -433,6 +437,7 @@ static void test_getcpuclockid(void **state)
 	clockid_t c;
 	PX_OK(pthread_getcpuclockid(t, &c));
 	long long c0 = cpu_ns(c);
+	PX_SYSOK(sem_post(&p.go));
 	PX_SYSOK(sem_wait(&p.computed));
 	long long c1 = cpu_ns(c);
 	PX_SYSOK(sem_post(&p.ack));
