@@ -14,7 +14,11 @@
  * could pair the new run_start with the old total and miss a whole run:
  * each worker's cpu_seq is a sequence lock around that (odd while a switch
  * charges; wf_cpu_account to wf_cpu_account_end), and a reader retries
- * while it moved.
+ * while it moved. A reader cannot wait for ever, though (a worker switching
+ * every 100 ns moves it during every read of a clock), so after a few
+ * tries it takes its last snapshot, and every read returns at least what
+ * any read of that ULT returned before (cpu_seen): a clock never goes
+ * back, at worst it stands still for a moment.
  */
 #include <pthread.h>
 #include <time.h>
@@ -60,13 +64,15 @@ void wf_cpu_account_end(wf_worker_t *w)
 uint64_t wf_ult_cpu_ns(wf_ult_t *u)
 {
 	/* Fields of u and of another worker that their owner writes meanwhile:
-	 * atomic loads inside the worker's sequence lock (see above); after
-	 * many retries (a worker switching without pause), the last snapshot. */
-	for (int tries = 0;; tries++) {
+	 * atomic loads inside the worker's sequence lock (see above). */
+	uint64_t v_ns = 0;
+	for (int tries = 0; tries < 64; tries++) {
 		uint64_t t = atomic_load_explicit(&u->cpu_ns, memory_order_relaxed);
 		int last = __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED);
-		if (last < 0 || last >= wf_rt.nworkers)
-			return t;
+		if (last < 0 || last >= wf_rt.nworkers) {
+			v_ns = t; /* it never ran */
+			break;
+		}
 		wf_worker_t *v = wf_rt.workers[last];
 		unsigned s1 = __atomic_load_n(&v->cpu_seq, __ATOMIC_ACQUIRE);
 		t = atomic_load_explicit(&u->cpu_ns, memory_order_relaxed);
@@ -80,12 +86,19 @@ uint64_t wf_ult_cpu_ns(wf_ult_t *u)
 		}
 		atomic_thread_fence(memory_order_acquire);
 		unsigned s2 = __atomic_load_n(&v->cpu_seq, __ATOMIC_RELAXED);
-		if ((s1 == s2 && !(s1 & 1) &&
-		     __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED) == last) ||
-		    tries >= 1000)
-			return t + live;
-		wf_cpu_relax();
+		v_ns = t + live;
+		if (s1 == s2 && !(s1 & 1) &&
+		    __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED) == last)
+			break;
+		if (s1 & 1) /* its kernel thread may be off its CPU mid-switch */
+			WF_SYS(sched_yield)();
 	}
+	uint64_t seen = atomic_load_explicit(&u->cpu_seen, memory_order_relaxed);
+	while (v_ns > seen &&
+	       !atomic_compare_exchange_weak_explicit(&u->cpu_seen, &seen, v_ns,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	return v_ns > seen ? v_ns : seen;
 }
 
 /* Start counting (the first pthread_getcpuclockid, or the first read of

@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->block_reason = WF_BLOCK_NONE;
 	u->block_obj = NULL;
 	atomic_store_explicit(&u->cpu_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->cpu_seen, 0, memory_order_relaxed);
 	u->name[0] = '\0';
 }
 

@@ -164,6 +164,7 @@ typedef struct wf_ult {
 	const void *block_obj;
 	/* CPU time run so far, while wf_rt.cpu_clock is on (cpuclock.c). */
 	_Atomic uint64_t cpu_ns;
+	_Atomic uint64_t cpu_seen; /* the most any read returned (cpuclock.c) */
 	char name[WEFT_NAME_MAX];
 	/* The stack layer's record of the mapping; last, out of the lines the
 	 * switch and create+join touch most. */
