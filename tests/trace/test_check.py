@@ -58,6 +58,15 @@ class CheckValid(CheckCase):
         r = run_tool("check", fixture("valid"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_the_csv_of_the_pair_reads_the_json(self):
+        # Given out.csv, check reads out.json beside it.
+        path = write_temp(self, "out.json", json.dumps(VALID))
+        with open(path[:-len(".json")] + ".csv", "w") as f:
+            f.write("time_ns,worker,event,ult,name,arg1,arg2,detail\n")
+        r = run_tool("check", path[:-len(".json")] + ".csv")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("25 events, valid", r.stdout)
+
     def test_empty_trace(self):
         r = self.check({"traceEvents": []})
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -221,9 +230,17 @@ class CheckFields(CheckCase):
 
 class CheckInput(CheckCase):
     def test_not_json(self):
-        r = run_tool("check", fixture("basic.csv"))
+        with open(fixture("basic.csv")) as f:
+            path = write_temp(self, "t.json", f.read())
+        r = run_tool("check", path)
         self.assertEqual(r.returncode, 2)
         self.assertIn("is not JSON", r.stderr)
+
+    def test_csv_without_its_json_names_the_json(self):
+        r = run_tool("check", fixture("basic.csv"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("is the CSV trace", r.stderr)
+        self.assertIn("basic.json", r.stderr)
 
     def test_object_without_trace_events(self):
         r = self.check({"events": []})

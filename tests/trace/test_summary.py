@@ -34,9 +34,10 @@ Locks: 0x1000 (4096) mutex, acquired contended at 3100 (1100 ns) and 4500
 """
 
 import json
+import os
 import unittest
 
-from wtt import CSV_HEADER, fixture, run_tool, write_temp
+from wtt import CSV_HEADER, fixture, run_tool, temp_dir, write_temp
 
 
 def summary_json(path, *extra):
@@ -206,6 +207,29 @@ class SummaryText(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("program fixture", r.stdout)
 
+    def test_the_json_of_the_pair_reads_the_csv(self):
+        # WEFT_TRACE=out writes out.json and out.csv; given out.json, summary
+        # reads out.csv beside it.
+        d = temp_dir(self)
+        with open(fixture("basic.csv")) as f:
+            csv = f.read()
+        for name, text in (("out.csv", csv), ("out.json", '{"traceEvents": []}')):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        r = run_tool("summary", os.path.join(d, "out.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("program fixture", r.stdout)
+
+    def test_a_json_without_its_csv_names_the_csv(self):
+        d = temp_dir(self)
+        path = os.path.join(d, "out.json")
+        with open(path, "w") as f:
+            f.write('{"traceEvents": []}')
+        r = run_tool("summary", path)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("is the JSON trace", r.stderr)
+        self.assertIn(os.path.join(d, "out.csv"), r.stderr)
+
 
 class SummaryRobustness(unittest.TestCase):
     """Traces that bend the format still give figures, with notes; input that
@@ -275,9 +299,11 @@ class SummaryRobustness(unittest.TestCase):
         self.assertEqual(r.stdout, "")
 
     def test_json_given_to_summary(self):
+        # No valid.csv beside it: the message says which file summary reads.
         r = run_tool("summary", fixture("valid.json"))
         self.assertEqual(r.returncode, 2)
-        self.assertIn("is not a weft trace CSV", r.stderr)
+        self.assertIn("is the JSON trace", r.stderr)
+        self.assertIn("valid.csv", r.stderr)
 
     def test_bad_row(self):
         path = write_temp(self, "t.csv", CSV_HEADER + "0,0,run,1,,-1,0,\nx,0,stop,1,,0,0,yield\n")
