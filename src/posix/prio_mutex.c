@@ -63,9 +63,13 @@ static int holds(const wf_ult_t *u, const weft_mutex_t *m)
 static wf_ult_t *owner_of(const weft_mutex_t *m)
 {
 	uint64_t id = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
-	if (!id || (id >> 63))
-		return NULL; /* none, or a foreign thread (wf_self_key) */
-	wf_ult_t *u = wf_registry_find((weft_t)id);
+	wf_ult_t *u;
+	if (id && id == wf_root_key && wf_rt.root)
+		u = wf_rt.root; /* the root's key is its thread's (wf_self_key) */
+	else if (!id || (id >> 63))
+		return NULL; /* none, or a foreign thread */
+	else
+		u = wf_registry_find((weft_t)id);
 	return u && holds(u, m) ? u : NULL;
 }
 

@@ -102,6 +102,7 @@ static int start(const weft_config_t *c, int with_root)
 		if (!(root = wf_ult_for_thread(&e)))
 			return e;
 		wf_tsd_take_foreign(&root->tsd);               /* values it set before weft ran */
+		wf_root_key = wf_self_key();                   /* and the locks it holds (wait.h) */
 		wf_sig_take_foreign(root);                     /* and its signal mask */
 		root->bound_worker = c->migrate == 1 ? -1 : 0; /* it runs on worker 0 */
 		snprintf(root->name, sizeof root->name, "%s", is_main_thread() ? "main" : "root");

@@ -381,11 +381,13 @@ void wf_wait_cancel(wf_ult_t *u)
 
 static __thread char foreign_key_anchor;
 
+uint64_t wf_root_key;
+
 uint64_t wf_self_key(void)
 {
 	wf_worker_t *w = wf_worker_self();
 	if (w && w->current)
-		return w->current->id;
+		return likely(w->current != wf_rt.root) ? w->current->id : wf_root_key;
 	return (uint64_t)(uintptr_t)&foreign_key_anchor | (1ull << 63);
 }
 

@@ -131,5 +131,9 @@ static inline void wf_word_unlock(uint32_t *l)
 /* The caller's identity for lock ownership: the ULT id, or for a foreign
  * thread a tagged address unique to that thread. */
 WF_HIDDEN uint64_t wf_self_key(void);
+/* The root ULT's key: the one its kernel thread had before the runtime
+ * started (set then, by init.c), so that a lock taken before the start is
+ * the root's after it, and the thread's again after weft_shutdown. */
+WF_HIDDEN extern uint64_t wf_root_key;
 
 #endif
