@@ -44,7 +44,10 @@ void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving)
 	atomic_thread_fence(memory_order_release);
 	clockid_t clk = __atomic_load_n(&w->cpu_clockid, __ATOMIC_RELAXED);
 	if (!clk) {
-		if (WF_SYS(pthread_getcpuclockid)(WF_SYS(pthread_self)(), &clk))
+		/* w's kernel thread, not glibc's pthread_self(): that is the
+		 * thread control block installed now, which may be a ULT's
+		 * (tls.c) or the root's on another worker. */
+		if (WF_SYS(pthread_getcpuclockid)(w->thread, &clk))
 			return;
 		__atomic_store_n(&w->cpu_clockid, clk, __ATOMIC_RELAXED);
 	}

@@ -1187,6 +1187,32 @@ static void test_own_tls_glibc_specific_starts_empty(void **state)
 	WT_OK(pthread_key_delete(glibc_key));
 }
 
+/* Per-ULT CPU time counted from a ULT with a block of its own: its worker's
+ * CPU clock is its kernel thread's, not that of whatever glibc's
+ * pthread_self() names under the installed block (the ULT's). The first
+ * weft_cputime call starts counting here, on this ULT's worker. */
+static void *spin_and_count(void *arg)
+{
+	(void)arg;
+	uint64_t ns = 0;
+	WT_OK(weft_cputime(weft_self(), &ns));
+	uint64_t until = wt_now_ns() + 60000000ull, deadline = wt_now_ns() + 10000000000ull;
+	while (wt_now_ns() < until || ns < 20000000ull) {
+		WT_OK(weft_cputime(weft_self(), &ns));
+		WT_TRUE(wt_now_ns() < deadline, "cputime stayed at %llu ns for 10 s of spinning",
+			(unsigned long long)ns);
+	}
+	return NULL;
+}
+
+static void test_own_tls_ult_starts_cpu_counting(void **state)
+{
+	wt_init(2);
+	need_own_tls();
+	wt_join(spawn_tls(WEFT_TLS_OWN, 1, spin_and_count, NULL));
+	WT_OK(weft_shutdown());
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1207,6 +1233,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_many_own_ults_alive_at_once),
 		cmocka_unit_test(test_own_tls_across_restarts),
 		cmocka_unit_test(test_own_tls_ctype),
+		cmocka_unit_test(test_own_tls_ult_starts_cpu_counting),
 		cmocka_unit_test(test_own_tls_glibc_recursive_mutex_excludes),
 		cmocka_unit_test(test_own_tls_glibc_specific_starts_empty),
 	};
