@@ -102,6 +102,15 @@ typedef struct weft_config {
 	                            docs/scheduling.md); NULL: `sched` if set, else
 	                            WEFT_SCHED, else steal everywhere. Resolved
 	                            (weft_config_init): never NULL */
+	long syscall_ns;         /* how long a ULT may stay in a system call section
+	                            (weft/io.h) before its worker is handed to a
+	                            spare kernel thread; 0: WEFT_SYSCALL_NS (0 there
+	                            means never), else 50 us; negative: never */
+	int spares;              /* most kernel threads kept besides the workers to
+	                            carry a worker whose kernel thread is blocked in
+	                            the kernel; 0: WEFT_SPARES (0 there means none),
+	                            else 256; negative: none (and no hand-overs:
+	                            weft_syscall_begin returns NULL) */
 } weft_config_t;
 
 /* Fill *cfg with the values weft_init(NULL) would use (environment applied). */
@@ -266,6 +275,7 @@ WEFT_API int weft_worker_stats(int worker, weft_worker_stats_t *out);
 }
 #endif
 
+#include <weft/io.h>    /* system call sections */
 #include <weft/sched.h> /* installable per-worker schedulers */
 #include <weft/sync.h>  /* synchronization, timers, thread-specific data, cancellation */
 

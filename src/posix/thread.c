@@ -513,10 +513,11 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 	x->prio = u->sched_prio;
 	x->sched_set = SCHED_SET_POLICY | SCHED_SET_PRIO;
 	if (u->stack.kind == WF_STACK_THREAD) {
-		/* The root ULT runs on its kernel thread's own stack: worker
-		 * 0's (not glibc's pthread_self(), the caller's block). */
+		/* The root ULT runs on its kernel thread's own stack: the
+		 * thread that started the runtime (not glibc's pthread_self(),
+		 * the caller's block). */
 		pthread_attr_t k;
-		if (WF_SYS(pthread_getattr_np)(wf_rt.workers[0]->thread, &k) == 0) {
+		if (WF_SYS(pthread_getattr_np)(wf_rt.root_thread, &k) == 0) {
 			WF_SYS(pthread_attr_getstack)(&k, &x->stackaddr, &x->stacksize);
 			WF_SYS(pthread_attr_destroy)(&k);
 		}

@@ -9,6 +9,9 @@
 
 #define DEFAULT_STACK_SIZE (64u * 1024u)
 #define DEFAULT_SPIN_NS    50000L
+#define DEFAULT_SYSCALL_NS 50000L
+#define DEFAULT_SPARES     256
+#define MAX_SPARES         100000
 #define MAX_STACK_SIZE     (1ul << 30)
 
 /* A decimal number with an optional k/K/m/M/g/G suffix (powers of 1024 when
@@ -250,6 +253,30 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 	}
 	if (c.guarded_stacks_max < 0)
 		c.guarded_stacks_max = -1;
+
+	if (c.syscall_ns == 0) {
+		c.syscall_ns = DEFAULT_SYSCALL_NS;
+		if ((v = env("WEFT_SYSCALL_NS"))) {
+			if (parse_num(v, 0, &n) || n < 0 || n > 1000000000000LL)
+				return EINVAL;
+			c.syscall_ns = n == 0 ? -1 : (long)n;
+		}
+	}
+	if (c.syscall_ns < 0)
+		c.syscall_ns = -1;
+
+	if (c.spares > MAX_SPARES)
+		return EINVAL;
+	if (c.spares == 0) {
+		c.spares = DEFAULT_SPARES;
+		if ((v = env("WEFT_SPARES"))) {
+			if (parse_num(v, 0, &n) || n < 0 || n > MAX_SPARES)
+				return EINVAL;
+			c.spares = n == 0 ? -1 : (int)n;
+		}
+	}
+	if (c.spares < 0)
+		c.spares = -1;
 
 	/* Read by start() (init.c); only checked here. */
 	if ((v = env("WEFT_CPU_CLOCK")) && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)

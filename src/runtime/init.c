@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 
 #include "runtime/runtime.h"
+#include "sched/carrier.h"
 #include "sched/cpuclock.h"
 #include "trace/trace.h"
 #include "util/fence.h"
@@ -28,6 +29,24 @@ static void at_exit(void)
 	/* Still running (ULTs alive, or exit() called elsewhere): the trace is
 	 * written anyway, with whatever the workers recorded so far. */
 	wf_trace_stop(0);
+}
+
+/* The child of a fork made while the runtime ran has one kernel thread,
+ * the one that forked, running the ULT that forked (or a worker's loop).
+ * Its workers, carriers and monitor stayed in the parent, so the runtime
+ * cannot go on: the child's thread goes on alone, as a plain thread -
+ * weft's calls take the foreign-thread path (blocking waits are futex
+ * waits), a new ULT cannot be made (EAGAIN), and exit does not try to stop
+ * workers that are not there. Enough for what POSIX allows a child of a
+ * multithreaded parent (async-signal-safe calls, then exec or _exit) and
+ * for programs that carry on single-threaded, such as a shell's subshell.
+ */
+static void forked_child(void)
+{
+	if (atomic_load_explicit(&wf_rt.state, memory_order_relaxed) != WF_RT_RUNNING)
+		return;
+	atomic_store_explicit(&wf_rt.state, WF_RT_FORKED, memory_order_relaxed);
+	wf_forked_child();
 }
 
 static int is_main_thread(void)
@@ -80,6 +99,8 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.migrate = c->migrate == 1;
 	wf_rt.tls = c->tls;
 	wf_rt.w0_tp = NULL;
+	wf_rt.syscall_ns = c->spares > 0 ? c->syscall_ns : -1;
+	wf_rt.spares = c->spares > 0 ? c->spares : 0;
 	wf_rt.stack_size = c->stack_size;
 	wf_rt.spin_ns = c->idle_spin_ns > 0 ? c->idle_spin_ns : 0;
 	wf_rt.guarded_max = c->guarded_stacks_max;
@@ -108,6 +129,8 @@ static int start(const weft_config_t *c, int with_root)
 		snprintf(root->name, sizeof root->name, "%s", is_main_thread() ? "main" : "root");
 	}
 	wf_rt.root = root;
+	if (root)
+		wf_rt.root_thread = WF_SYS(pthread_self)();
 	atomic_store(&wf_rt.foreign_created, 0);
 
 	/* Thread-local storage: WEFT_TLS=own must be had. Under own, and under
@@ -164,7 +187,7 @@ static int start(const weft_config_t *c, int with_root)
 	if (cpu_clock && strcmp(cpu_clock, "1") == 0)
 		wf_cpu_clock_start(); /* per-ULT CPU time from the start */
 	if (!atexit_done)
-		atexit_done = atexit(at_exit) == 0;
+		atexit_done = atexit(at_exit) == 0 && pthread_atfork(NULL, NULL, forked_child) == 0;
 	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
 		fprintf(stderr,
 			"weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "
@@ -250,8 +273,9 @@ int weft_shutdown(void)
 
 	WF_SYS(pthread_mutex_lock)(&init_lock);
 	if (root) {
-		/* Go home: the root ULT must end on the kernel thread that
-		 * started it (worker 0), which then stops being a worker. */
+		/* Go to worker 0, where it started (its trace ends there); then
+		 * it ends on the kernel thread that started it, which stops
+		 * being a carrier (sched/carrier.c). */
 		root->bound_worker = 0;
 		while ((w = wf_worker_self())->id != 0)
 			wf_block(w, root, WF_AFTER_REQUEUE);

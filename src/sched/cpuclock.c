@@ -58,6 +58,20 @@ void wf_cpu_account(wf_worker_t *w, wf_ult_t *leaving)
 	__atomic_store_n(&w->run_start, now, __ATOMIC_RELAXED);
 }
 
+void wf_cpu_carrier(wf_worker_t *w, clockid_t clk)
+{
+	__atomic_store_n(&w->cpu_seq, w->cpu_seq + 1, __ATOMIC_RELAXED); /* odd */
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&w->cpu_clockid, clk, __ATOMIC_RELAXED);
+	/* Counting from now on the new clock: the run of a ULT whose section
+	 * lost the worker is not charged to it (its carrier's clock is not
+	 * this one). 0 when off: wf_cpu_clock_start starts it. */
+	uint64_t now = clk && atomic_load_explicit(&wf_rt.cpu_clock, memory_order_relaxed)
+			       ? thread_cpu_ns(clk)
+			       : 0;
+	__atomic_store_n(&w->run_start, now, __ATOMIC_RELAXED);
+}
+
 void wf_cpu_account_end(wf_worker_t *w)
 {
 	__atomic_store_n(&w->cpu_seq, w->cpu_seq + 1, __ATOMIC_RELEASE); /* even */

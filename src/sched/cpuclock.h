@@ -3,6 +3,7 @@
 #define WF_SCHED_CPUCLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "sched/ult.h"
 
@@ -13,6 +14,9 @@ struct wf_worker;
  * wf_cpu_account_end once w's current ULT is the next one. */
 WF_HIDDEN void wf_cpu_account(struct wf_worker *w, wf_ult_t *leaving);
 WF_HIDDEN void wf_cpu_account_end(struct wf_worker *w);
+/* w's carrier changed: its clock is clk (0: not known). Opens w's cpu_seq
+ * as wf_cpu_account does; the caller closes it (wf_cpu_account_end). */
+WF_HIDDEN void wf_cpu_carrier(struct wf_worker *w, clockid_t clk);
 /* Start counting (idempotent). */
 WF_HIDDEN void wf_cpu_clock_start(void);
 /* u's CPU time so far, the run in progress included (any thread). */

@@ -117,7 +117,7 @@
 
 wf_runtime_t wf_rt;
 
-static __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
+__thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
 
 __attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
 {
@@ -125,8 +125,8 @@ __attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
 }
 
 /* wf_tls_worker's distance from a thread pointer: the same in every block
- * (static TLS). Set before any ULT has a block of its own, by every worker
- * as it starts (the same value: relaxed atomics). */
+ * (static TLS). Set before any ULT has a block of its own, by every
+ * carrier as it starts (the same value: relaxed atomics). */
 static ptrdiff_t tls_worker_off;
 
 static inline wf_worker_t **tls_worker_in(void *tp)
@@ -134,22 +134,77 @@ static inline wf_worker_t **tls_worker_in(void *tp)
 	return (wf_worker_t **)((char *)tp + __atomic_load_n(&tls_worker_off, __ATOMIC_RELAXED));
 }
 
-void wf_worker_set_self(wf_worker_t *w)
+void wf_carrier_tls_init(void *tp)
 {
-	wf_tls_worker = w;
-	if (w) { /* called on w's own kernel thread */
-		w->errno_loc = &errno;
-		w->tp = w->cur_tp = wf_tls_current();
-		__atomic_store_n(&tls_worker_off, wf_tls_offset_of(&wf_tls_worker),
-				 __ATOMIC_RELAXED);
-	}
+	__atomic_store_n(&tls_worker_off, wf_tls_offset_of(&wf_tls_worker), __ATOMIC_RELAXED);
+	*tls_worker_in(tp) = NULL;
 }
 
-void wf_worker_set_tp(wf_worker_t *w, void *tp)
+void wf_worker_carried(wf_worker_t *w, void *tp, void *cur_tp, int *errno_loc, pthread_t thread,
+		       clockid_t clk)
 {
-	*tls_worker_in(tp) = w;
-	w->errno_loc = (int *)((char *)tp + wf_tls_offset_of(&errno));
+	w->thread = thread;
+	w->errno_loc = errno_loc;
 	w->tp = tp;
+	w->cur_tp = cur_tp;
+	*tls_worker_in(tp) = w;
+	*tls_worker_in(cur_tp) = w;
+	wf_cpu_carrier(w, clk); /* cpuclock.c: the new clock, under w's cpu_seq ... */
+	wf_cpu_account_end(w);  /* ... which this closes */
+}
+
+void wf_worker_takeover(wf_worker_t *w)
+{
+	wf_ult_t *u = w->current;
+	if (WF_TRACING())
+		wf_trace_switch(w, u, NULL, WF_AFTER_NONE);
+	__atomic_store_n(&w->current, NULL, __ATOMIC_RELAXED);
+	w->prev = NULL;
+	w->prev_action = WF_AFTER_NONE;
+	w->resched = 0;
+}
+
+wf_worker_t *wf_switch_home(wf_ult_t *u, wf_ctx_t *home, void *home_tp)
+{
+	wf_stack_check(&u->stack);
+	/* errno under the installed block: u's own, or its carrier's - where
+	 * the call in the section wrote it. Not read again below: its address
+	 * changes with the thread pointer. */
+	u->saved_errno = errno;
+	if (u->tp) {
+		*tls_worker_in(u->tp) = NULL;
+		wf_tls_install(home_tp);
+	}
+	*tls_worker_in(home_tp) = NULL;
+	wf_worker_t *w = wf_ctx_switch(&u->ctx, home, u);
+	wf_after_switch(w);
+	*w->errno_loc = u->saved_errno;
+	return w;
+}
+
+void wf_worker_root_leaves(wf_worker_t *w)
+{
+	__atomic_store_n(&w->current, NULL, __ATOMIC_RELAXED);
+	w->carrier = NULL;
+	*tls_worker_in(w->cur_tp) = NULL;
+	*tls_worker_in(w->tp) = NULL;
+}
+
+void wf_root_to_home(wf_ult_t *root, wf_ctx_t *home, void *mark, void *home_tp)
+{
+	if (root->tp)
+		wf_tls_install(home_tp);
+	void *back = wf_ctx_switch(&root->ctx, home, mark);
+	WF_ASSERT(back == NULL); /* resumed by the first carrier, on no worker */
+}
+
+void wf_carrier_home_to_root(wf_ult_t *root, wf_ctx_t *home, void *tp)
+{
+	if (tp != wf_tls_current())
+		wf_tls_install(tp);
+	*tls_worker_in(tp) = NULL;
+	wf_ctx_switch(home, &root->ctx, NULL);
+	wf_panic("the first carrier's home resumed after the root ULT came back to it");
 }
 
 /* Put u, now RUNNABLE, where it will run, for reason `why` (enum
@@ -177,6 +232,12 @@ static inline void enqueue(wf_worker_t *w, wf_ult_t *u, int why)
 				wf_resched_ask(w);
 		}
 	}
+}
+
+void wf_ult_requeue_detached(wf_ult_t *u)
+{
+	WF_ULT_MOVE(u, WF_RUNNING, WF_RUNNING, WF_RUNNABLE);
+	enqueue(NULL, u, WEFT_SCHED_WOKEN);
 }
 
 void wf_sched_requeue(wf_worker_t *w, wf_ult_t *u, int why)

@@ -90,31 +90,31 @@ typedef struct wf_worker {
 	void *sched_state;                 /* ... and its state */
 	wf_sched_block_t *sched_block;     /* ... in this allocation */
 	uint32_t tick;                     /* scheduling decisions so far (fairness) */
-	int resched;      /* since the last decision, the scheduler asked that the running
+	int resched;                /* since the last decision, the scheduler asked that the running
 	                ULT give way (WEFT_SCHED_PUT_RESCHED; wf_resched_point) */
-	uint64_t rng;     /* victim selection */
-	void *loop_stack; /* worker 0's loop stack mapping (others use their own) */
-	size_t loop_stack_size;
-	void *loop_uc;             /* ucontext storage of loop_ctx */
-	void *altstack;            /* signal stack for guard-page reports */
-	wf_registry_cache_t slots; /* free registry slots (registry.c) */
-	wf_stack_cache_t stacks;   /* freed default-size stacks (stack/stack.c) */
-	long created, exited;      /* ULTs created / exited here; owner writes, wf_live reads */
-	long spin_ns;              /* current idle spin budget (tune_spin) */
-	uint64_t run_start;        /* thread CPU time when current started (cpuclock.c) */
-	unsigned cpu_seq;          /* odd while a switch charges CPU time (cpuclock.c) */
-	clockid_t cpu_clockid;     /* this kernel thread's CPU clock (cpuclock.c) */
-	pthread_t thread;
-	stack_t old_altstack;
-	int *errno_loc;     /* this kernel thread's errno (sched.c, "errno") */
-	void *tp;           /* the thread pointer of the loop and of ULTs without one of
-	                   their own (sched.c, "Thread pointers") */
-	void *cur_tp;       /* the one installed now */
-	wf_tls_cache_t tls; /* released thread control blocks (tls.c) */
+	uint64_t rng;               /* victim selection */
+	void *loop_stack;           /* the loop's stack mapping: the loop moves with the worker
+	                     between kernel threads (carrier.c) */
+	void *loop_uc;              /* ucontext storage of loop_ctx */
+	struct wf_carrier *carrier; /* the kernel thread that carries it now (carrier.c) */
+	unsigned sys_next;          /* system call sections so far (carrier.c) */
+	wf_registry_cache_t slots;  /* free registry slots (registry.c) */
+	wf_stack_cache_t stacks;    /* freed default-size stacks (stack/stack.c) */
+	long created, exited;       /* ULTs created / exited here; owner writes, wf_live reads */
+	long spin_ns;               /* current idle spin budget (tune_spin) */
+	uint64_t run_start;         /* thread CPU time when current started (cpuclock.c) */
+	unsigned cpu_seq;           /* odd while a switch charges CPU time (cpuclock.c) */
+	clockid_t cpu_clockid;      /* its carrier's CPU clock (cpuclock.c) */
+	pthread_t thread;           /* its carrier's kernel thread */
+	int *errno_loc;             /* its carrier's errno (sched.c, "errno") */
+	void *tp;                   /* the thread pointer of the loop and of ULTs without one of
+	                   their own: its carrier's (sched.c, "Thread pointers") */
+	void *cur_tp;               /* the one installed now */
+	wf_tls_cache_t tls;         /* released thread control blocks (tls.c) */
 
 	/* Counters, written by the owner, readable by anyone (relaxed):
 	 * weft_worker_stats. */
-	atomic_ulong n_switches, n_steals, n_parks, n_sleeps;
+	atomic_ulong n_switches, n_steals, n_parks, n_sleeps, n_handovers;
 	_Atomic uint64_t idle_ns, sleep_ns;
 
 	/* Read by other workers: the scheduler for thieves (under `scanning`,
@@ -129,6 +129,10 @@ typedef struct wf_worker {
 	 * to its scheduler. */
 	wf_mpfifo_t inbox;
 
+	/* The system call section its ULT is in: (count << 2) | flags; the
+	 * owner and the monitor CAS it (carrier.c). */
+	WF_ALIGNED_CL atomic_uint sys;
+
 	/* Sleeping: the futex word an idle worker waits on. */
 	WF_ALIGNED_CL atomic_int sleep_state;
 
@@ -136,7 +140,9 @@ typedef struct wf_worker {
 	WF_ALIGNED_CL wf_timers_t timers;
 } wf_worker_t;
 
-enum { WF_RT_OFF = 0, WF_RT_STARTING, WF_RT_RUNNING, WF_RT_STOPPING };
+/* WF_RT_FORKED: this process is the child of a fork made while the runtime
+ * ran (init.c, forked_child): no worker's kernel thread came along. */
+enum { WF_RT_OFF = 0, WF_RT_STARTING, WF_RT_RUNNING, WF_RT_STOPPING, WF_RT_FORKED };
 
 /* Process-wide runtime state. Written at init/shutdown; read everywhere. */
 typedef struct wf_runtime {
@@ -147,13 +153,16 @@ typedef struct wf_runtime {
 	int pin;
 	int migrate;       /* 0: a ULT stays on the worker that first runs it */
 	int tls;           /* enum weft_tls: weft_config_t.tls, resolved */
-	void *w0_tp;       /* worker 0's own block when the root ULT keeps its kernel
-	                      thread's (sched.c, "Thread pointers"); else NULL */
+	void *w0_tp;       /* a block for the first carrier when the root ULT keeps
+	                      its kernel thread's (sched.c, "Thread pointers"); else NULL */
+	long syscall_ns;   /* a section lasting longer loses its worker; <= 0: never */
+	int spares;        /* most carriers besides one per worker (carrier.c) */
 	size_t stack_size; /* the default (also the stack layer's) */
 	long spin_ns;
 	long guarded_max;
 	wf_worker_t **workers;
-	wf_ult_t *root; /* the ULT that called weft_init */
+	wf_ult_t *root;        /* the ULT that called weft_init */
+	pthread_t root_thread; /* ... and its kernel thread */
 
 	/* ULTs made ready by foreign threads: any worker takes them (runq.c). */
 	wf_mpfifo_t global;
@@ -168,16 +177,47 @@ typedef struct wf_runtime {
 
 WF_HIDDEN extern wf_runtime_t wf_rt;
 
-/* The worker running the caller, NULL on a foreign thread. Never inlined: a
- * ULT can migrate between kernel threads across any switch, and a compiler
- * may not cache a thread-local address across that. */
+/* The worker running the caller, NULL on a foreign thread, a spare
+ * carrier or inside a system call section. Never inlined: a ULT can migrate
+ * between kernel threads across any switch, and a compiler may not cache a
+ * thread-local address across that. */
 WF_HIDDEN wf_worker_t *wf_worker_self(void);
-WF_HIDDEN void wf_worker_set_self(wf_worker_t *w);
-/* Give w's loop and its ULTs without a block of their own the block at tp
- * (wf_tls_alloc's) instead of its kernel thread's, which its caller, the
- * root ULT, keeps (sched.c, "Thread pointers"). Called on w's kernel
- * thread after wf_worker_set_self(w), while the root ULT runs. */
-WF_HIDDEN void wf_worker_set_tp(wf_worker_t *w, void *tp);
+/* The variable itself, for code that knows no switch can intervene. */
+WF_HIDDEN extern __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
+
+/* Carriers (the switching side; carrier.c has the protocol). */
+/* w is carried from now on by the kernel thread calling this, whose loops
+ * run on thread pointer tp (errno at errno_loc) and which has cur_tp
+ * installed now; thread and clk are its pthread and CPU clock. */
+WF_HIDDEN void wf_worker_carried(wf_worker_t *w, void *tp, void *cur_tp, int *errno_loc,
+				 pthread_t thread, clockid_t clk);
+/* The ULT that ran on w is in a section its old carrier still runs: w has
+ * no current ULT any longer. Called by w's new carrier before its loop. */
+WF_HIDDEN void wf_worker_takeover(wf_worker_t *w);
+/* No worker runs on thread pointer tp (a carrier's) now. */
+WF_HIDDEN void wf_carrier_tls_init(void *tp);
+/* u, whose section outlived its worker, switches to its carrier's home
+ * (home, run on home_tp), which gets u as the transfer and queues it
+ * (wf_ult_requeue_detached). Returns the worker u resumes on. */
+WF_HIDDEN wf_worker_t *wf_switch_home(wf_ult_t *u, wf_ctx_t *home, void *home_tp);
+/* Queue u, off its stack after wf_switch_home, from a kernel thread that is
+ * no worker. */
+WF_HIDDEN void wf_ult_requeue_detached(wf_ult_t *u);
+/* Stopping: the root ULT, running on w, leaves it for good. */
+WF_HIDDEN void wf_worker_root_leaves(wf_worker_t *w);
+/* Stopping: the root ULT switches to a home (run on home_tp) with transfer
+ * mark and returns once the first carrier resumed it on no worker. */
+WF_HIDDEN void wf_root_to_home(wf_ult_t *root, wf_ctx_t *home, void *mark, void *home_tp);
+/* Stopping, the first carrier at its home: run the root ULT (thread
+ * pointer tp) on this kernel thread, on no worker. Does not return. */
+WF_HIDDEN _Noreturn void wf_carrier_home_to_root(wf_ult_t *root, wf_ctx_t *home, void *tp);
+/* worker.c: pin the calling kernel thread to worker id's CPU; the first
+ * carrier's affinity before and after. */
+WF_HIDDEN void wf_pin_self(int id);
+WF_HIDDEN void wf_save_root_affinity(void);
+WF_HIDDEN void wf_restore_root_affinity(void);
+/* carrier.c: w's loop ended (the runtime stops): back to its carrier's home. */
+WF_HIDDEN _Noreturn void wf_carrier_loop_ended(wf_worker_t *w);
 
 /* Switching (sched.c). Each "called only by self, running on w" and each
  * returns the worker that resumes self, which may be another. */

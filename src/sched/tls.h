@@ -4,6 +4,7 @@
 #ifndef WF_TLS_H
 #define WF_TLS_H
 
+#include <errno.h>
 #include <stddef.h>
 
 #include "util/util.h"
@@ -82,6 +83,12 @@ WF_HIDDEN void wf_tls_exiting(void);
 static inline ptrdiff_t wf_tls_offset_of(const void *var)
 {
 	return (const char *)var - (const char *)wf_tls_current();
+}
+
+/* errno's location under thread pointer tp. */
+static inline int *wf_tls_errno_in(void *tp)
+{
+	return (int *)((char *)tp + wf_tls_offset_of(&errno));
 }
 
 #endif

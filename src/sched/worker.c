@@ -1,8 +1,6 @@
-/* Workers: the kernel threads that run ULTs.
- *
- * Worker 0 is the kernel thread that called weft_init; its caller became the
- * root ULT, so worker 0's loop needs a stack of its own (mmap'd here). The
- * other workers are glibc pthreads whose loop runs on their own stack.
+/* Workers: the processors that run ULTs, each carried by one kernel thread
+ * at a time (carrier.c). Each worker's loop has a stack of its own, mapped
+ * here, so that it can move to another carrier.
  *
  * Waking sleepers (the other half of find_work's sleep in sched.c): after
  * queueing work, a thread issues a fence and reads nsleeping/nspinning - the
@@ -30,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "sched/carrier.h"
 #include "sched/policy.h"
 #include "util/fence.h"
 #include "util/sys.h"
@@ -107,7 +106,7 @@ static int nth_allowed_cpu(int i)
 	return -1;
 }
 
-static void pin_self(int worker)
+void wf_pin_self(int worker)
 {
 	int cpu = nth_allowed_cpu(worker);
 	if (cpu < 0)
@@ -118,28 +117,32 @@ static void pin_self(int worker)
 	WF_SYS(pthread_setaffinity_np)(WF_SYS(pthread_self)(), sizeof one, &one);
 }
 
-static void *worker_main(void *arg)
+void wf_save_root_affinity(void)
 {
-	wf_worker_t *w = arg;
-	wf_worker_set_self(w);
 	if (wf_rt.pin)
-		pin_self(w->id);
-	w->altstack = wf_stack_altstack_init(&w->old_altstack);
-	wf_ctx_init_current(&w->loop_ctx, w->loop_uc);
-	wf_loop_run(w);
-	wf_stack_altstack_fini(w->altstack, &w->old_altstack);
-	wf_worker_set_self(NULL);
-	return NULL;
+		root_affinity_saved =
+			WF_SYS(pthread_getaffinity_np)(WF_SYS(pthread_self)(), sizeof root_affinity,
+						       &root_affinity) == 0;
 }
 
-/* Entry of worker 0's loop context (it has its own stack). */
-static void loop0_entry(void *transfer, void *arg)
+void wf_restore_root_affinity(void)
 {
+	if (root_affinity_saved) {
+		WF_SYS(pthread_setaffinity_np)
+		(WF_SYS(pthread_self)(), sizeof root_affinity, &root_affinity);
+		root_affinity_saved = 0;
+	}
+}
+
+/* Entry of a worker's loop context: its first carrier switches here. */
+static void loop_entry(void *transfer, void *arg)
+{
+	(void)arg;
 	wf_ctx_entered();
 	wf_worker_t *w = transfer;
 	wf_after_switch(w);
 	wf_loop_run(w);
-	wf_panic("worker 0's loop ended while the root ULT was not on it");
+	wf_carrier_loop_ended(w); /* the runtime stops */
 }
 
 static wf_worker_t *worker_new(int id, int *e)
@@ -160,7 +163,16 @@ static wf_worker_t *worker_new(int id, int *e)
 		free(w);
 		return NULL;
 	}
+	w->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (w->loop_stack == MAP_FAILED) {
+		free(w->loop_uc);
+		free(w);
+		return NULL;
+	}
+	wf_ctx_make(&w->loop_ctx, w->loop_stack, LOOP_STACK_SIZE, w->loop_uc, loop_entry, NULL);
 	if ((*e = wf_sched_start(w, wf_rt.sched_at_start[id])) != 0) {
+		munmap(w->loop_stack, LOOP_STACK_SIZE);
 		free(w->loop_uc);
 		free(w);
 		return NULL;
@@ -172,14 +184,15 @@ static void worker_free(wf_worker_t *w)
 {
 	if (!w)
 		return;
-	wf_ctx_forget(&w->loop_ctx); /* worker 0's loop fiber (TSan) */
+	wf_ctx_forget(&w->loop_ctx); /* the loop's fiber (TSan) */
 	if (w->loop_stack) {
 #if WF_ASAN
-		/* Worker 0's loop is abandoned mid-frame: its redzones would
-		 * stay poisoned and fault whatever is mapped here next. */
-		__asan_unpoison_memory_region(w->loop_stack, w->loop_stack_size);
+		/* The root's last worker's loop is abandoned mid-frame: its
+		 * redzones would stay poisoned and fault whatever is mapped
+		 * here next. */
+		__asan_unpoison_memory_region(w->loop_stack, LOOP_STACK_SIZE);
 #endif
-		munmap(w->loop_stack, w->loop_stack_size);
+		munmap(w->loop_stack, LOOP_STACK_SIZE);
 	}
 	free(w->loop_uc);
 	wf_timers_fini(&w->timers);
@@ -187,15 +200,14 @@ static void worker_free(wf_worker_t *w)
 	free(w);
 }
 
-/* Create all workers. With a root ULT (wf_rt.root, the caller), the calling
- * kernel thread becomes worker 0 and the others are new pthreads; without
- * one (the runtime was started lazily by a thread that is not the process's
- * main thread and may exit at any time), every worker is a new pthread.
- * Returns 0 or a positive errno. */
+/* Create all workers and their carriers. With a root ULT (wf_rt.root, the
+ * caller), the calling kernel thread carries worker 0 and new pthreads the
+ * others; without one (the runtime was started lazily by a thread that is
+ * not the process's main thread and may exit at any time), every worker is
+ * carried by a new pthread. Returns 0 or a positive errno. */
 int wf_workers_start(void)
 {
 	int n = wf_rt.nworkers;
-	int first = wf_rt.root ? 1 : 0; /* first worker that gets its own pthread */
 	if (sched_getaffinity(0, sizeof allowed_cpus, &allowed_cpus) != 0)
 		CPU_ZERO(&allowed_cpus);
 	wf_rt.workers = calloc((size_t)n, sizeof *wf_rt.workers);
@@ -207,58 +219,8 @@ int wf_workers_start(void)
 			goto fail_alloc;
 	wf_sched_domains_changed();
 
-	wf_worker_t *w0 = wf_rt.workers[0];
-	if (wf_rt.root) {
-		/* Worker 0: this kernel thread, its loop on a stack of its own. */
-		w0->thread = WF_SYS(pthread_self)();
-		w0->loop_stack_size = LOOP_STACK_SIZE;
-		w0->loop_stack = mmap(NULL, LOOP_STACK_SIZE, PROT_READ | PROT_WRITE,
-				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-		if (w0->loop_stack == MAP_FAILED) {
-			w0->loop_stack = NULL;
-			e = ENOMEM;
-			goto fail_alloc;
-		}
-		wf_ctx_make(&w0->loop_ctx, w0->loop_stack, LOOP_STACK_SIZE, w0->loop_uc,
-			    loop0_entry, NULL);
-		wf_ctx_set_name(&w0->loop_ctx, "weft worker 0 loop");
-		if (wf_rt.pin) {
-			root_affinity_saved = WF_SYS(pthread_getaffinity_np)(WF_SYS(pthread_self)(),
-									     sizeof root_affinity,
-									     &root_affinity) == 0;
-			pin_self(0);
-		}
-		wf_worker_set_self(w0);
-		if (wf_rt.w0_tp) { /* sched.c, "Thread pointers" */
-			wf_worker_set_tp(w0, wf_rt.w0_tp);
-			wf_rt.root->tp = w0->cur_tp;
-		}
-		w0->current = wf_rt.root;
-		wf_rt.root->last_worker = 0;
-		w0->altstack = wf_stack_altstack_init(&w0->old_altstack);
-	}
-
-	for (int i = first; i < n; i++) {
-		e = WF_SYS(pthread_create)(&wf_rt.workers[i]->thread, NULL, worker_main,
-					   wf_rt.workers[i]);
-		if (e) {
-			/* Stop the ones already running, then undo worker 0. */
-			atomic_store(&wf_rt.state, WF_RT_STOPPING);
-			wf_wake_all();
-			for (int j = first; j < i; j++)
-				WF_SYS(pthread_join)(wf_rt.workers[j]->thread, NULL);
-			if (wf_rt.root) {
-				wf_stack_altstack_fini(w0->altstack, &w0->old_altstack);
-				wf_worker_set_self(NULL);
-				wf_rt.root->tp = NULL;
-			}
-			for (int j = 0; j < n; j++)
-				worker_free(wf_rt.workers[j]);
-			free(wf_rt.workers);
-			wf_rt.workers = NULL;
-			return e == EAGAIN ? EAGAIN : ENOMEM;
-		}
-	}
+	if ((e = wf_carriers_start()) != 0)
+		goto fail_alloc;
 	return 0;
 
 fail_alloc:
@@ -269,31 +231,18 @@ fail_alloc:
 	return e;
 }
 
-/* Stop the workers' pthreads. wf_rt.state is WF_RT_STOPPING and no ULT but
- * the root is alive; the caller is the root ULT running on worker 0, or (no
- * root) a thread that is not a worker. Once this returns nothing frees into
+/* Stop the workers' kernel threads. wf_rt.state is WF_RT_STOPPING and no
+ * ULT but the root is alive; the caller is the root ULT, which ends on the
+ * kernel thread that started the runtime, on no worker, or (no root) a
+ * thread that is not a worker. Once this returns nothing frees into
  * the workers' caches any longer: the last exit's publishing
  * (wf_join_publish_exit) may still have been freeing a detached ULT when
  * weft_shutdown found wf_live() == 0. */
 void wf_workers_stop(void)
 {
-	int first = wf_rt.root ? 1 : 0;
-	wf_wake_all();
-	for (int i = first; i < wf_rt.nworkers; i++)
-		WF_SYS(pthread_join)(wf_rt.workers[i]->thread, NULL);
+	wf_carriers_stop();
 	for (int i = 0; i < wf_rt.nworkers; i++)
 		wf_sched_refuse(wf_rt.workers[i]); /* an install that came too late */
-	if (wf_rt.root) {
-		wf_worker_t *w0 = wf_rt.workers[0];
-		wf_stack_altstack_fini(w0->altstack, &w0->old_altstack);
-		w0->altstack = NULL;
-		if (root_affinity_saved) {
-			WF_SYS(pthread_setaffinity_np)
-			(WF_SYS(pthread_self)(), sizeof root_affinity, &root_affinity);
-			root_affinity_saved = 0;
-		}
-		wf_worker_set_self(NULL);
-	}
 }
 
 /* Free all workers and what their caches hold; after wf_workers_stop. */
@@ -307,4 +256,5 @@ void wf_workers_free(void)
 	}
 	free(wf_rt.workers);
 	wf_rt.workers = NULL;
+	wf_carriers_free();
 }

@@ -27,6 +27,8 @@
 	X(int, pthread_once, (pthread_once_t *, void (*)(void)))                                 \
 	X(int, pthread_getattr_np, (pthread_t, pthread_attr_t *))                                \
 	X(int, pthread_attr_getstack, (const pthread_attr_t *, void **, size_t *))               \
+	X(int, pthread_attr_init, (pthread_attr_t *))                                            \
+	X(int, pthread_attr_setstacksize, (pthread_attr_t *, size_t))                            \
 	X(int, pthread_attr_destroy, (pthread_attr_t *))                                         \
 	X(int, pthread_mutex_lock, (pthread_mutex_t *))                                          \
 	X(int, pthread_mutex_unlock, (pthread_mutex_t *))                                        \

@@ -2,7 +2,8 @@
 # Runs one pthread program in each available mode and checks that every mode prints exactly
 # what the glibc build prints.
 #
-#   run_three_ways.sh [--timeout S] --glibc BIN [--header BIN2] [--preload LIB] -- [args...]
+#   run_three_ways.sh [--timeout S] [--env VAR=VALUE]... --glibc BIN [--header BIN2]
+#                     [--preload LIB] -- [args...]
 #
 # Modes:
 #   glibc    BIN args                      the program built against glibc's pthreads
@@ -10,6 +11,8 @@
 #                                          (-I include/weft/compat, linked with libweft-pthread)
 #   preload  env LD_PRELOAD=LIB BIN args   the glibc build with weft's pthreads preloaded
 #
+# --env VAR=VALUE (repeatable) sets VAR in the weft modes only (header and preload), such as
+# WEFT_WORKERS=1: the glibc reference runs in the environment the script was given.
 # glibc is required; header and preload run when given (an empty value skips the mode, so a
 # caller can pass a path that may not exist yet). Each run is limited by `timeout` (S seconds,
 # default $PX_TIMEOUT or 120). The script fails, showing the evidence, if any mode exits
@@ -17,7 +20,8 @@
 set -u
 
 usage() {
-	echo "usage: $0 [--timeout S] --glibc BIN [--header BIN2] [--preload LIB] -- [args...]" >&2
+	echo "usage: $0 [--timeout S] [--env VAR=VALUE]... --glibc BIN [--header BIN2]" \
+		"[--preload LIB] -- [args...]" >&2
 	exit 2
 }
 
@@ -25,9 +29,20 @@ timeout_s=${PX_TIMEOUT:-120}
 glibc_bin=
 header_bin=
 preload_lib=
+# The --env assignments, each single-quoted for eval (a value may hold spaces or quotes).
+weft_env=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) [ $# -ge 2 ] || usage; timeout_s=$2; shift 2 ;;
+	--env)
+		[ $# -ge 2 ] || usage
+		case $2 in
+		[A-Za-z_]*=*) ;;
+		*) echo "run_three_ways: --env $2: not VAR=VALUE" >&2; exit 2 ;;
+		esac
+		weft_env="$weft_env '$(printf '%s' "$2" | sed "s/'/'\\\\''/g")'"
+		shift 2
+		;;
 	--glibc) [ $# -ge 2 ] || usage; glibc_bin=$2; shift 2 ;;
 	--header) [ $# -ge 2 ] || usage; header_bin=$2; shift 2 ;;
 	--preload) [ $# -ge 2 ] || usage; preload_lib=$2; shift 2 ;;
@@ -92,10 +107,14 @@ fi
 echo "--- [glibc] stdout"
 cat "$tmp/glibc.out"
 
-if [ -n "$header_bin" ] && run header "$header_bin" "$@"; then
+# The weft modes run under env with the --env assignments ahead of the command; eval
+# re-splits $weft_env into its quoted words and leaves "$@" (the program's arguments) as is.
+if [ -n "$header_bin" ] &&
+	eval "run header ${weft_env:+env$weft_env} \"\$header_bin\" \"\$@\""; then
 	compare header
 fi
-if [ -n "$preload_lib" ] && run preload env LD_PRELOAD="$preload_lib" "$glibc_bin" "$@"; then
+if [ -n "$preload_lib" ] &&
+	eval "run preload env$weft_env LD_PRELOAD=\"\$preload_lib\" \"\$glibc_bin\" \"\$@\""; then
 	compare preload
 fi
 exit $failed

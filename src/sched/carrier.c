@@ -1,0 +1,589 @@
+/* Carriers: the kernel threads that carry workers, system call sections,
+ * and the monitor that hands a worker stuck in the kernel to a spare.
+ *
+ * Concepts
+ *   worker   a processor in the scheduler's sense (sched.h): run queues,
+ *            timers, a scheduler, a loop context on a stack of its own.
+ *   carrier  a kernel thread (a glibc pthread, or the thread that started
+ *            the runtime) that carries at most one worker at a time: it
+ *            runs that worker's loop and ULTs. Every worker has exactly one
+ *            carrier (w->carrier) while the runtime runs. A carrier that
+ *            carries nothing is a spare: it sleeps on its futex word (cmd)
+ *            in its home context, on its own stack.
+ *   section  a ULT's system call that may block (weft_syscall_begin/end,
+ *            and every blocking call libweft-pthread.so wraps).
+ *   monitor  one kernel thread that looks at the workers every few tens of
+ *            microseconds and retakes the worker of a section that has
+ *            lasted longer than wf_rt.syscall_ns.
+ *
+ * Go's runtime has the same three roles (P, M, sysmon: entersyscall,
+ * exitsyscall, retake); so do libfibre's and Argobots' designs in part.
+ * The seeds never had blocking calls to deal with: their kernel threads
+ * were the workers (HybridThreads, section 3; LiteThreads' clone threads).
+ *
+ * A section, w->sys (a word the monitor and the owner both CAS):
+ *   begin    the ULT u running on w stores (seq << 2) | IN, seq counting
+ *            w's sections, after writing in u which worker and carrier it
+ *            left (u->sys_w, u->sys_c). From here until end, u's kernel
+ *            thread does not touch w, and u is no worker's ULT: the
+ *            thread-local worker pointer is NULL, so a weft call made
+ *            inside the section (a signal handler's sem_post, a library's
+ *            lock) takes the foreign-thread path and blocks, if it must,
+ *            in the kernel like the rest of the section.
+ *   end      CAS (seq << 2) | IN -> (seq << 2). Done: two atomic stores and
+ *            a CAS on a line the worker owns.
+ *   retake   the monitor saw the same (seq, IN) value in two sweeps at
+ *            least syscall_ns apart. It takes a spare carrier (or makes
+ *            one, up to wf_rt.spares of them besides the workers' own),
+ *            CASes (seq << 2) | IN -> (seq << 2) | TAKEN, and gives the
+ *            worker to the spare: give = w, cmd = CARRY, futex wake. The
+ *            CAS decides the race with end: either end wins and nothing
+ *            happened, or the monitor wins and w is no longer the blocked
+ *            carrier's. The CAS's acquire makes every write the old
+ *            carrier made to w before begin visible to the monitor, whose
+ *            release store of cmd makes them visible to the spare.
+ *   takeover the spare, now w's carrier, makes w its own (sched.c,
+ *            wf_worker_carried and wf_worker_takeover: thread pointer,
+ *            errno, CPU clock, no current ULT, sys back to no section) and
+ *            switches from its home to w's loop, which goes on as if the
+ *            ULT in the section had switched to it.
+ *   end, taken  the CAS fails: u is running on a kernel thread that owns
+ *            no worker. It switches to that carrier's home (sched.c,
+ *            wf_switch_home), which - once u is off its stack - queues u
+ *            as woken from a foreign thread (the global queue, or the
+ *            inbox of the worker it is bound to) and then waits as a spare.
+ *            u resumes on whichever worker takes it; errno is carried
+ *            across in u->saved_errno.
+ *
+ * Why a worker's loop has a stack of its own: the loop must be able to
+ * continue on another kernel thread (takeover), so it cannot live on a
+ * kernel thread's stack. Each carrier's home context is on its own
+ * pthread's stack; the thread that started the runtime (whose stack the
+ * root ULT keeps) gets a mapped home stack.
+ *
+ * The monitor sleeps syscall_ns / 2 while it saw a section open in its last
+ * sweep, and doubles its sleep up to MONITOR_MAX_NS while it sees none;
+ * then it is idle: it sets monitor_idle, looks at the workers once more and
+ * sleeps until woken; the next section's begin clears the flag and wakes it
+ * (one load of a shared, read-mostly word per begin). The flag and w->sys
+ * are a store-buffering pair: begin stores sys, then loads the flag; the
+ * monitor stores the flag, then loads every sys. begin pays the light side
+ * of an asymmetric fence (a compiler barrier), the monitor going idle the
+ * heavy one (membarrier, util/fence.h), so one of them sees the other: no
+ * section is left unwatched, and an idle process never wakes the monitor.
+ * (Go's sysmon backs off to 10 ms and sleeps on a note when the whole
+ * runtime is idle.)
+ *
+ * Every section that outlives the threshold is handed over, even on a
+ * worker with nothing else to run (its new carrier then sleeps in the loop
+ * as an idle worker does): simple, and a worker's queue may fill at any
+ * moment. The cost of one hand-over is a futex wake of the spare and, when
+ * the call returns, one switch and a queue round trip for the ULT.
+ *
+ * Stopping (wf_carriers_stop): the root ULT must end on the kernel thread
+ * that started the runtime, the first carrier. If it runs there, it just
+ * leaves its worker; if not, it switches to its carrier's home, which
+ * hands it to the first carrier (ADOPT): that one ends its own loop, goes
+ * home and switches to the root. Every other carrier exits when its loop
+ * ends (EXIT for spares) and is joined.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+#include "sched/carrier.h"
+#include "sched/cpuclock.h"
+#include "util/fence.h"
+#include "util/sys.h"
+#if WF_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* w->sys low bits. */
+enum { SYS_NONE = 0, SYS_IN = 1, SYS_TAKEN = 2, SYS_FLAGS = 3 };
+
+/* wf_carrier.cmd: what a spare is told (a futex word). */
+enum { CMD_NONE = 0, CMD_CARRY, CMD_ADOPT, CMD_EXIT };
+
+enum { HOME_STACK_SIZE = 256 * 1024 };
+#define MONITOR_MAX_NS 1000000ull
+
+typedef struct wf_carrier {
+	pthread_t thread;  /* written by its creator, for the join */
+	pthread_t self;    /* the same, written by itself */
+	int first;         /* the kernel thread that started the runtime */
+	void *tp;          /* the thread pointer its home and the loops it carries run on */
+	void *native_tp;   /* its own thread control block (the first carrier's can
+	                       differ from tp: the root ULT keeps it, sched.c) */
+	int *errno_loc;    /* errno under tp */
+	clockid_t cpu_clk; /* its CPU clock */
+	wf_ctx_t home;     /* where it waits while it carries nothing */
+	void *home_uc;     /* ucontext storage of home */
+	void *home_stack;  /* the first carrier's home stack (others: their own) */
+	void *altstack;    /* signal stack for guard-page reports */
+	stack_t old_altstack;
+	atomic_int cmd;    /* CMD_*, a futex word */
+	wf_worker_t *give; /* with CMD_CARRY: the worker to carry */
+	wf_ult_t *adopt;   /* with CMD_ADOPT: the root ULT */
+	struct wf_carrier *next_spare;
+	struct wf_carrier *next_all;
+	int joined;
+} wf_carrier_t;
+
+static struct {
+	pthread_mutex_t lock; /* all, count, spares, stopping (the monitor, stop) */
+	int stopping;
+	wf_carrier_t *all;    /* every carrier made, the first one included */
+	int count;            /* carriers made besides the first */
+	int extra;            /* ... of them, by the monitor (at most wf_rt.spares) */
+	wf_carrier_t *spares; /* LIFO of carriers waiting at home */
+	wf_carrier_t *first;  /* the root's kernel thread's, or NULL */
+	sigset_t mask;        /* the signal mask the starter had: every carrier's */
+	pthread_t monitor;
+	int monitor_running;
+	atomic_int monitor_word; /* 1: stop (a futex word) */
+	atomic_int monitor_idle; /* 1: it sleeps until the next section's begin
+	                            clears this (the futex word it waits on) */
+	uint64_t *seen_ns;       /* per worker: when the monitor first saw seen_v */
+	unsigned *seen_v;
+} cr = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* What comes back to a home besides a ULT: the root ULT handed to the
+ * first carrier, a loop that ended (stop). */
+static char adopt_mark, ended_mark;
+
+static void carrier_signal(wf_carrier_t *c, int cmd)
+{
+	atomic_store_explicit(&c->cmd, cmd, memory_order_release);
+	wf_futex_wake(&c->cmd, 1);
+}
+
+/* Make c carry w: called on c's kernel thread, which has thread pointer
+ * cur_tp installed - c->tp at home; the root's, for the first carrier at
+ * start. */
+static void carry(wf_carrier_t *c, wf_worker_t *w, void *cur_tp)
+{
+	w->carrier = c;
+	wf_worker_carried(w, c->tp, cur_tp, c->errno_loc, c->self, c->cpu_clk);
+	unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
+	if ((v & SYS_FLAGS) == SYS_TAKEN) {
+		/* Its ULT's section goes on on its old carrier (retake). */
+		wf_worker_takeover(w);
+		atomic_store_explicit(&w->sys, v & ~SYS_FLAGS, memory_order_relaxed);
+	}
+	if (wf_rt.pin)
+		wf_pin_self(w->id);
+}
+
+/* Put c among the spares, unless the runtime stops (returns 0: end). */
+static int spare_push(wf_carrier_t *c)
+{
+	WF_SYS(pthread_mutex_lock)(&cr.lock);
+	int ok = !cr.stopping;
+	if (ok) {
+		c->next_spare = cr.spares;
+		cr.spares = c;
+	}
+	WF_SYS(pthread_mutex_unlock)(&cr.lock);
+	return ok;
+}
+
+void wf_carrier_loop_ended(wf_worker_t *w)
+{
+	wf_carrier_t *c = w->carrier;
+	w->carrier = NULL;
+	wf_ctx_switch_final(&w->loop_ctx, &c->home, &ended_mark);
+}
+
+/* The home loop of carrier c, on its home context: carry what it is given,
+ * take back ULTs whose sections outlived their worker, wait as a spare.
+ * back: what came back to the home (a ULT, a mark, or NULL: nothing). */
+static void home_run(wf_carrier_t *c, void *back)
+{
+	for (;;) {
+		if (back == &adopt_mark) {
+			/* The root ULT left this carrier for the first one. */
+			carrier_signal(cr.first, CMD_ADOPT);
+			return;
+		}
+		if (back == &ended_mark) {
+			/* The loop ended: the runtime stops. The first carrier
+			 * waits for the root ULT; the others end. */
+			if (!c->first)
+				return;
+		} else if (back) {
+			/* A ULT whose section outlived its hold on the worker. */
+			wf_ult_requeue_detached(back);
+			if (!spare_push(c))
+				return;
+		}
+		int cmd;
+		while ((cmd = atomic_load_explicit(&c->cmd, memory_order_acquire)) == CMD_NONE)
+			wf_futex_wait(&c->cmd, CMD_NONE, NULL);
+		atomic_store_explicit(&c->cmd, CMD_NONE, memory_order_relaxed);
+		if (cmd == CMD_EXIT)
+			return;
+		if (cmd == CMD_ADOPT) {
+			/* The root ULT ends on this kernel thread (stop). */
+			wf_ult_t *r = c->adopt;
+			wf_carrier_home_to_root(r, &c->home, r->tp ? r->tp : c->native_tp);
+		}
+		wf_worker_t *w = c->give;
+		c->give = NULL;
+		carry(c, w, c->tp);
+		back = wf_ctx_switch(&c->home, &w->loop_ctx, w);
+	}
+}
+
+/* Entry of the first carrier's home context (mapped stack): the first
+ * switch here brings a ULT back, or the root for the end. */
+static void home_entry(void *transfer, void *arg)
+{
+	wf_ctx_entered();
+	home_run(arg, transfer);
+	wf_panic("the first carrier's home ended while the runtime ran");
+}
+
+static void *carrier_main(void *arg)
+{
+	wf_carrier_t *c = arg;
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, &cr.mask, NULL);
+	c->tp = c->native_tp = wf_tls_current();
+	c->errno_loc = &errno;
+	if (WF_SYS(pthread_getcpuclockid)(c->self = WF_SYS(pthread_self)(), &c->cpu_clk))
+		c->cpu_clk = 0;
+	wf_carrier_tls_init(c->tp);
+	c->altstack = wf_stack_altstack_init(&c->old_altstack);
+	wf_ctx_init_current(&c->home, c->home_uc);
+	home_run(c, NULL);
+	wf_stack_altstack_fini(c->altstack, &c->old_altstack);
+	wf_ctx_forget(&c->home);
+	return NULL;
+}
+
+/* A new carrier, on a new kernel thread, told to carry w (NULL: to wait).
+ * NULL if the thread cannot be made. Called with cr.lock held. */
+static wf_carrier_t *carrier_new(wf_worker_t *w)
+{
+	wf_carrier_t *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	size_t r = wf_ctx_reserve();
+	if (r && !(c->home_uc = calloc(1, r))) {
+		free(c);
+		return NULL;
+	}
+	if (w) {
+		c->give = w;
+		atomic_store_explicit(&c->cmd, CMD_CARRY, memory_order_relaxed);
+	}
+	/* glibc's default stack: its home needs little, but a small stack
+	 * mapped next to a loop's or a ULT's would look to Valgrind like one
+	 * stack growing (tests/valgrind). */
+	if (WF_SYS(pthread_create)(&c->thread, NULL, carrier_main, c)) {
+		free(c->home_uc);
+		free(c);
+		return NULL;
+	}
+	c->next_all = cr.all;
+	cr.all = c;
+	cr.count++;
+	return c;
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+wf_ult_t *wf_section_begin(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || wf_rt.syscall_ns <= 0)
+		return NULL;
+	wf_ult_t *u = w->current;
+	if (!u)
+		return NULL; /* the loop */
+	unsigned v = ++w->sys_next << 2 | SYS_IN;
+	u->sys_w = w;
+	u->sys_c = w->carrier;
+	u->sys_v = v;
+	wf_tls_worker = NULL;
+	atomic_store_explicit(&w->sys, v, memory_order_release);
+	wf_fence_light(); /* against the monitor going idle (wf_fence_heavy) */
+	if (unlikely(atomic_load_explicit(&cr.monitor_idle, memory_order_relaxed)) &&
+	    atomic_exchange_explicit(&cr.monitor_idle, 0, memory_order_relaxed))
+		wf_futex_wake(&cr.monitor_idle, 1);
+	return u;
+}
+
+void wf_section_end(wf_ult_t *u)
+{
+	if (!u)
+		return;
+	wf_worker_t *w = u->sys_w;
+	unsigned v = u->sys_v;
+	u->sys_w = NULL;
+	if (likely(atomic_compare_exchange_strong_explicit(
+		    &w->sys, &v, v & ~SYS_FLAGS, memory_order_acq_rel, memory_order_acquire))) {
+		wf_tls_worker = w;
+		return;
+	}
+	/* The monitor gave w to another carrier (w->sys is TAKEN, or already
+	 * the new carrier's): this kernel thread owns no worker. Back to a
+	 * queue; this carrier becomes a spare. */
+	wf_carrier_t *c = u->sys_c;
+	wf_switch_home(u, &c->home, c->tp);
+}
+
+weft_syscall_t weft_syscall_begin(void)
+{
+	return (weft_syscall_t)wf_section_begin();
+}
+
+void weft_syscall_end(weft_syscall_t s)
+{
+	wf_section_end((wf_ult_t *)s);
+}
+
+/* ---- the monitor -------------------------------------------------------- */
+
+/* Give w, whose section has value v, to a spare. Called by the monitor. */
+static void retake(wf_worker_t *w, unsigned v)
+{
+	WF_SYS(pthread_mutex_lock)(&cr.lock);
+	wf_carrier_t *c = cr.spares;
+	if (c)
+		cr.spares = c->next_spare;
+	else if (cr.extra < wf_rt.spares && (c = carrier_new(NULL)))
+		cr.extra++;
+	WF_SYS(pthread_mutex_unlock)(&cr.lock);
+	if (!c)
+		return; /* at the bound, or no thread: w stays blocked */
+	if (!atomic_compare_exchange_strong_explicit(&w->sys, &v, (v & ~SYS_FLAGS) | SYS_TAKEN,
+						     memory_order_acq_rel, memory_order_relaxed)) {
+		spare_push(c); /* the section ended meanwhile */
+		return;
+	}
+	atomic_fetch_add_explicit(&w->n_handovers, 1, memory_order_relaxed);
+	c->give = w;
+	carrier_signal(c, CMD_CARRY);
+}
+
+/* Look at every worker: retake those whose section is the one seen at
+ * least syscall_ns ago. Returns whether any section is open. */
+static int sweep(void)
+{
+	uint64_t now = wf_now_ns();
+	int open = 0;
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *w = wf_rt.workers[i];
+		unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
+		if ((v & SYS_FLAGS) != SYS_IN)
+			continue;
+		open = 1;
+		if (v != cr.seen_v[i]) {
+			cr.seen_v[i] = v;
+			cr.seen_ns[i] = now;
+		} else if (now - cr.seen_ns[i] >= (uint64_t)wf_rt.syscall_ns) {
+			retake(w, v);
+		}
+	}
+	return open;
+}
+
+static void *monitor_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	WF_SYS(pthread_sigmask)(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* its sleeps are short */
+	uint64_t base = (uint64_t)wf_rt.syscall_ns / 2;
+	if (base < 1000)
+		base = 1000;
+	uint64_t delay = base; /* idle only after the fenced look below */
+	while (!atomic_load_explicit(&cr.monitor_word, memory_order_acquire)) {
+		struct timespec rel = {(time_t)(delay / 1000000000u), (long)(delay % 1000000000u)};
+		if (delay)
+			wf_futex_wait(&cr.monitor_word, 0, &rel);
+		else /* idle: until a begin (or stop) clears the flag */
+			wf_futex_wait(&cr.monitor_idle, 1, NULL);
+		if (sweep()) {
+			delay = base;
+			atomic_store_explicit(&cr.monitor_idle, 0, memory_order_relaxed);
+		} else if (delay && delay < MONITOR_MAX_NS) {
+			delay *= 2;
+		} else {
+			/* Idle: announce it, then look once more (the heavy side
+			 * of begin's fence); a begin after that wakes us. */
+			atomic_store_explicit(&cr.monitor_idle, 1, memory_order_relaxed);
+			wf_fence_heavy();
+			if (sweep()) {
+				delay = base;
+				atomic_store_explicit(&cr.monitor_idle, 0, memory_order_relaxed);
+			} else {
+				delay = 0;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* ---- start and stop ----------------------------------------------------- */
+
+int wf_carriers_start(void)
+{
+	int n = wf_rt.nworkers;
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, NULL, &cr.mask);
+	cr.all = cr.spares = cr.first = NULL;
+	cr.count = cr.extra = 0;
+	cr.stopping = 0;
+	cr.monitor_running = 0;
+	atomic_store(&cr.monitor_word, 0);
+	atomic_store(&cr.monitor_idle, 0);
+	cr.seen_ns = calloc((size_t)n, sizeof *cr.seen_ns);
+	cr.seen_v = calloc((size_t)n, sizeof *cr.seen_v);
+	if (!cr.seen_ns || !cr.seen_v)
+		goto fail;
+
+	int first = 0; /* the first worker a new kernel thread carries */
+	if (wf_rt.root) {
+		/* The calling kernel thread carries worker 0, and its caller, the
+		 * root ULT, runs on it. */
+		wf_carrier_t *c = calloc(1, sizeof *c);
+		if (!c)
+			goto fail;
+		cr.first = c;
+		c->first = 1;
+		c->next_all = cr.all;
+		cr.all = c;
+		c->thread = c->self = WF_SYS(pthread_self)();
+		if (WF_SYS(pthread_getcpuclockid)(c->thread, &c->cpu_clk))
+			c->cpu_clk = 0;
+		c->native_tp = wf_tls_current();
+		/* The root keeps this thread's block when the runtime made one
+		 * for worker 0 (sched.c, "Thread pointers"). */
+		c->tp = wf_rt.w0_tp ? wf_rt.w0_tp : c->native_tp;
+		c->errno_loc = wf_rt.w0_tp ? wf_tls_errno_in(c->tp) : &errno;
+		size_t r = wf_ctx_reserve();
+		if (r && !(c->home_uc = calloc(1, r)))
+			goto fail;
+		c->home_stack = mmap(NULL, HOME_STACK_SIZE, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (c->home_stack == MAP_FAILED) {
+			c->home_stack = NULL;
+			goto fail;
+		}
+		wf_ctx_make(&c->home, c->home_stack, HOME_STACK_SIZE, c->home_uc, home_entry, c);
+		wf_ctx_set_name(&c->home, "weft first carrier's home");
+		wf_carrier_tls_init(c->tp);
+		if (c->tp != c->native_tp)
+			wf_carrier_tls_init(c->native_tp);
+		wf_save_root_affinity();
+		wf_worker_t *w0 = wf_rt.workers[0];
+		carry(c, w0, c->native_tp);
+		if (wf_rt.w0_tp)
+			wf_rt.root->tp = c->native_tp;
+		w0->current = wf_rt.root;
+		wf_rt.root->last_worker = 0;
+		c->altstack = wf_stack_altstack_init(&c->old_altstack);
+		first = 1;
+	}
+	WF_SYS(pthread_mutex_lock)(&cr.lock);
+	int e = 0;
+	for (int i = first; i < n && !e; i++)
+		if (!carrier_new(wf_rt.workers[i]))
+			e = EAGAIN;
+	WF_SYS(pthread_mutex_unlock)(&cr.lock);
+	if (!e && wf_rt.syscall_ns > 0) {
+		e = WF_SYS(pthread_create)(&cr.monitor, NULL, monitor_main, NULL);
+		cr.monitor_running = e == 0;
+	}
+	if (e) {
+		atomic_store(&wf_rt.state, WF_RT_STOPPING);
+		wf_carriers_stop();
+		wf_carriers_free();
+		return e == EAGAIN ? EAGAIN : ENOMEM;
+	}
+	return 0;
+
+fail:
+	wf_carriers_free();
+	return ENOMEM;
+}
+
+void wf_carriers_stop(void)
+{
+	wf_wake_all();
+	wf_carrier_t *f = cr.first;
+	if (f && wf_rt.root) {
+		/* The caller is the root ULT (on some worker): end it on the
+		 * first carrier, on no worker. */
+		wf_worker_t *w = wf_worker_self();
+		if (w->carrier == f) {
+			wf_worker_root_leaves(w);
+		} else {
+			f->adopt = wf_rt.root;
+			wf_carrier_t *c = w->carrier;
+			wf_worker_root_leaves(w);
+			wf_root_to_home(wf_rt.root, &c->home, &adopt_mark, c->tp);
+		}
+		wf_carrier_tls_init(f->tp); /* no worker any longer */
+		wf_carrier_tls_init(f->native_tp);
+	}
+	if (cr.monitor_running) {
+		atomic_store_explicit(&cr.monitor_word, 1, memory_order_release);
+		atomic_store_explicit(&cr.monitor_idle, 0, memory_order_release);
+		wf_futex_wake(&cr.monitor_word, 1);
+		wf_futex_wake(&cr.monitor_idle, 1);
+		WF_SYS(pthread_join)(cr.monitor, NULL);
+		cr.monitor_running = 0;
+	}
+	WF_SYS(pthread_mutex_lock)(&cr.lock);
+	cr.stopping = 1;
+	for (wf_carrier_t *c = cr.spares; c; c = c->next_spare)
+		if (c != f)
+			carrier_signal(c, CMD_EXIT);
+	cr.spares = NULL;
+	WF_SYS(pthread_mutex_unlock)(&cr.lock);
+	wf_wake_all();
+	for (wf_carrier_t *c = cr.all; c; c = c->next_all)
+		if (!c->first && !c->joined) {
+			WF_SYS(pthread_join)(c->thread, NULL);
+			c->joined = 1;
+		}
+	if (f && wf_rt.root) {
+		wf_stack_altstack_fini(f->altstack, &f->old_altstack);
+		f->altstack = NULL;
+		wf_restore_root_affinity();
+	}
+}
+
+void wf_carriers_free(void)
+{
+	while (cr.all) {
+		wf_carrier_t *c = cr.all;
+		cr.all = c->next_all;
+		wf_ctx_forget(&c->home);
+		if (c->home_stack) {
+#if WF_ASAN
+			__asan_unpoison_memory_region(c->home_stack, HOME_STACK_SIZE);
+#endif
+			munmap(c->home_stack, HOME_STACK_SIZE);
+		}
+		free(c->home_uc);
+		free(c);
+	}
+	cr.first = cr.spares = NULL;
+	cr.count = 0;
+	free(cr.seen_ns);
+	free(cr.seen_v);
+	cr.seen_ns = NULL;
+	cr.seen_v = NULL;
+}
+
+void wf_forked_child(void)
+{
+	/* The forking context is no worker's ULT in the child (init.c). */
+	wf_tls_worker = NULL;
+	wf_rt.syscall_ns = -1;
+}

@@ -1,0 +1,34 @@
+/* Carriers: the kernel threads that carry workers; system call sections;
+ * the monitor that hands a blocked worker to a spare. The design is at the
+ * top of carrier.c. */
+#ifndef WF_SCHED_CARRIER_H
+#define WF_SCHED_CARRIER_H
+
+#include "sched/sched.h"
+
+/* Start the carriers: the calling kernel thread carries worker 0 if the
+ * runtime has a root ULT (the caller), a new kernel thread carries each
+ * other worker, and the monitor starts if sections hand over
+ * (wf_rt.syscall_ns > 0). The workers exist. Returns 0 or EAGAIN/ENOMEM
+ * (nothing left running). */
+WF_HIDDEN int wf_carriers_start(void);
+/* Stop them (wf_rt.state is WF_RT_STOPPING, no ULT but the root alive):
+ * the root ULT, if any (the caller), ends on the kernel thread that
+ * started the runtime, on no worker; every other carrier and the monitor
+ * end and are joined. */
+WF_HIDDEN void wf_carriers_stop(void);
+/* Free what they held; after wf_carriers_stop. */
+WF_HIDDEN void wf_carriers_free(void);
+
+/* Open a system call section for the calling ULT (include/weft/io.h):
+ * the ULT it was opened for, or NULL (no ULT, or no hand-overs). */
+WF_HIDDEN wf_ult_t *wf_section_begin(void);
+/* Close it: if its worker was handed over meanwhile, the ULT goes back to
+ * a run queue and its kernel thread becomes a spare; returns on a worker. */
+WF_HIDDEN void wf_section_end(wf_ult_t *u);
+
+/* In the child of a fork (runtime/init.c): the calling context is no
+ * worker's any longer, and no section hands over. */
+WF_HIDDEN void wf_forked_child(void);
+
+#endif
