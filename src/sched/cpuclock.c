@@ -137,7 +137,8 @@ void wf_cpu_clock_start(void)
 		wf_worker_t *v = wf_rt.workers[i];
 		clockid_t c, none_c = 0;
 		uint64_t none = 0;
-		if (v == self || WF_SYS(pthread_getcpuclockid)(v->thread, &c))
+		if (v == self || WF_SYS(pthread_getcpuclockid)(
+					 __atomic_load_n(&v->thread, __ATOMIC_RELAXED), &c))
 			continue;
 		__atomic_compare_exchange_n(&v->cpu_clockid, &none_c, c, 0, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED);

@@ -143,7 +143,7 @@ void wf_carrier_tls_init(void *tp)
 void wf_worker_carried(wf_worker_t *w, void *tp, void *cur_tp, int *errno_loc, pthread_t thread,
 		       clockid_t clk)
 {
-	w->thread = thread;
+	__atomic_store_n(&w->thread, thread, __ATOMIC_RELAXED); /* read by wf_cpu_clock_start */
 	w->errno_loc = errno_loc;
 	w->tp = tp;
 	w->cur_tp = cur_tp;

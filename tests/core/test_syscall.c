@@ -1171,6 +1171,63 @@ static void test_weft_calls_inside_a_section_act_as_a_foreign_thread(void **stat
 	WT_OK(weft_shutdown());
 }
 
+/* ---- fork ------------------------------------------------------------------------ */
+
+/* A child forked by a ULT while the runtime runs has one kernel thread and
+ * none of the workers, carriers or the monitor: it goes on as a plain
+ * thread (runtime/init.c, forked_child). What a shell's subshell does -
+ * block in read, lock, sleep, exit through atexit - works; a new ULT
+ * cannot be made. The parent is unaffected. */
+static int fork_pipe[2];
+
+static void child_atexit(void)
+{
+	static const char msg[] = "child atexit ran\n";
+	if (write(STDOUT_FILENO, msg, sizeof msg - 1) < 0)
+		_exit(3);
+}
+
+static void *forking_ult(void *arg)
+{
+	(void)arg;
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (weft_self() != WEFT_NULL)
+			_exit(10);
+		weft_t t;
+		if (weft_create(&t, NULL, return_arg, NULL) != EAGAIN)
+			_exit(11);
+		weft_mutex_t m = WEFT_MUTEX_INITIALIZER;
+		if (weft_mutex_lock(&m) || weft_mutex_unlock(&m))
+			_exit(12);
+		if (weft_syscall_begin() != NULL)
+			_exit(13);
+		char c;
+		if (read(fork_pipe[0], &c, 1) != 1 || c != 'g') /* the parent writes later */
+			_exit(14);
+		weft_sleep_ns(1 * MS);
+		atexit(child_atexit);
+		exit(0);
+	}
+	WT_TRUE(pid > 0, "fork: %s", strerror(errno));
+	nap_ns(50 * MS);
+	write_all(fork_pipe[1], "g", 1);
+	int st;
+	WT_EQ(waitpid(pid, &st, 0), pid);
+	WT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	return NULL;
+}
+
+static void test_fork_child_goes_on_as_a_plain_thread(void **state)
+{
+	(void)state;
+	init_with(2, 0, 0);
+	make_pipe(fork_pipe);
+	wt_join(wt_spawn(NULL, forking_ult, NULL));
+	close_pipe(fork_pipe);
+	WT_OK(weft_shutdown());
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1192,6 +1249,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_negative_spares_hands_nothing_over),
 		cmocka_unit_test(test_spares_caps_the_kernel_threads),
 		cmocka_unit_test(test_weft_calls_inside_a_section_act_as_a_foreign_thread),
+		cmocka_unit_test(test_fork_child_goes_on_as_a_plain_thread),
 	};
 	return WT_RUN(argc, argv, tests);
 }
