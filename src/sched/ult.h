@@ -120,11 +120,6 @@ typedef struct wf_ult {
 	int saved_errno;     /* its errno while it does not run (sched.c,
 	                                     switch_away); owned by the ULT */
 	uint64_t sched_hint; /* weft_sched_sethint's; read by schedulers */
-	/* The system call section it is in (carrier.c), owned by the ULT: the
-	 * worker and carrier it left, and the section's value of w->sys. */
-	struct wf_worker *sys_w;
-	struct wf_carrier *sys_c;
-	unsigned sys_v;
 	void *tp;                /* its own thread pointer (tls.c), installed whenever it runs;
 	             NULL: it shares its worker's kernel thread's */
 	atomic_uintptr_t joiner; /* WF_JOIN_* or the joiner's wf_parker */
@@ -167,6 +162,11 @@ typedef struct wf_ult {
 	/* What it waits for while PARKED (enum wf_block_reason, see above). */
 	int block_reason;
 	const void *block_obj;
+	/* The system call section it is in (carrier.c), owned by the ULT: the
+	 * worker and carrier it left, and the section's value of w->sys. */
+	struct wf_worker *sys_w;
+	struct wf_carrier *sys_c;
+	unsigned sys_v;
 	/* CPU time run so far, while wf_rt.cpu_clock is on (cpuclock.c). */
 	_Atomic uint64_t cpu_ns;
 	_Atomic uint64_t cpu_seen; /* the most any read returned (cpuclock.c) */
