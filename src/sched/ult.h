@@ -112,14 +112,14 @@ typedef struct wf_ult {
 	weft_sched_node_t node; /* the scheduler's (weft/sched.h); owned by it while queued */
 	weft_t id;
 	wf_parker_t parker;
-	int state;           /* enum wf_ult_state; written by its owner (see above) */
-	int bound_worker;    /* -1, or the only worker allowed to run it */
-	int last_worker;     /* worker that ran it last */
-	int why;             /* enum weft_sched_why, while in an inbox or the
+	int state;               /* enum wf_ult_state; written by its owner (see above) */
+	int bound_worker;        /* -1, or the only worker allowed to run it */
+	int last_worker;         /* worker that ran it last */
+	int why;                 /* enum weft_sched_why, while in an inbox or the
 	                                     global queue on its way to a scheduler */
-	int saved_errno;     /* its errno while it does not run (sched.c,
+	int saved_errno;         /* its errno while it does not run (sched.c,
 	                                     switch_away); owned by the ULT */
-	uint64_t sched_hint; /* weft_sched_sethint's; read by schedulers */
+	uint64_t sched_hint;     /* weft_sched_sethint's; read by schedulers */
 	void *tp;                /* its own thread pointer (tls.c), installed whenever it runs;
 	             NULL: it shares its worker's kernel thread's */
 	atomic_uintptr_t joiner; /* WF_JOIN_* or the joiner's wf_parker */
