@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/select.h>
@@ -40,6 +41,7 @@
 #include "posix/posix.h"
 #include "sched/carrier.h"
 #include "sync/wait.h"
+#include "util/sys.h"
 
 static void *next_fn(const char *name)
 {
@@ -116,9 +118,64 @@ WF_BLOCKING(0, pid_t, wait4, (pid_t p, int *st, int o, struct rusage *r), (p, st
 WF_BLOCKING(0, int, flock, (int fd, int op), (fd, op))
 WF_BLOCKING(1, int, fsync, (int fd), (fd))
 WF_BLOCKING(1, int, fdatasync, (int fd), (fd))
-WF_BLOCKING(1, int, sigwaitinfo, (const sigset_t *s, siginfo_t *i), (s, i))
-WF_BLOCKING(1, int, sigtimedwait, (const sigset_t *s, siginfo_t *i, const struct timespec *t),
-	    (s, i, t))
+WF_BLOCKING(1, int, sigsuspend, (const sigset_t *s), (s))
+WF_BLOCKING(1, int, pause, (void), ())
+
+/* Waiting for signals: the thread blocked them (pthread_sigmask: a ULT's
+ * own mask in weft, sync/signal.c), and the kernel hands a blocked signal
+ * to sigwait only if the kernel thread blocks it too: so the set is blocked
+ * in the kernel thread's mask for the call. A signal sent to the ULT before
+ * it waits is pending in weft and taken at once (wf_sig_take); one sent
+ * while it waits goes to its kernel thread (wf_section_kill). */
+#define WF_SIGWAIT(ret, name, params, args, taken)                                          \
+	WF_PX_API ret name params                                                           \
+	{                                                                                   \
+		static ret(*wf_real_) params;                                               \
+		ret(*wf_f_) params = __atomic_load_n(&wf_real_, __ATOMIC_RELAXED);          \
+		if (unlikely(!wf_f_)) {                                                     \
+			wf_f_ = (ret(*) params)next_fn(#name);                              \
+			__atomic_store_n(&wf_real_, wf_f_, __ATOMIC_RELAXED);               \
+		}                                                                           \
+		wf_testcancel();                                                            \
+		sigset_t wf_old_;                                                           \
+		int wf_masked_ = s && WF_SYS(pthread_sigmask)(SIG_BLOCK, s, &wf_old_) == 0; \
+		wf_ult_t *wf_u_ = wf_section_begin();                                       \
+		int wf_sig_ = wf_u_ && s ? wf_sig_take(wf_u_, s) : 0;                       \
+		ret wf_r_;                                                                  \
+		if (wf_sig_)                                                                \
+			wf_r_ = (taken);                                                    \
+		else                                                                        \
+			wf_r_ = wf_f_ args;                                                 \
+		int wf_e_ = errno;                                                          \
+		if (wf_u_ && s)                                                             \
+			wf_sig_wait_done(wf_u_);                                            \
+		/* Before the end: it may resume on another kernel thread. */               \
+		if (wf_masked_)                                                             \
+			WF_SYS(pthread_sigmask)(SIG_SETMASK, &wf_old_, NULL);               \
+		errno = wf_e_;                                                              \
+		wf_section_end(wf_u_);                                                      \
+		return wf_r_;                                                               \
+	}
+
+/* What the kernel says of a signal sent by pthread_kill. */
+static int took(int sig, int *out, siginfo_t *i)
+{
+	if (out)
+		*out = sig;
+	if (i) {
+		memset(i, 0, sizeof *i);
+		i->si_signo = sig;
+		i->si_code = SI_TKILL;
+		i->si_pid = getpid();
+		i->si_uid = getuid();
+	}
+	return sig;
+}
+
+WF_SIGWAIT(int, sigwait, (const sigset_t *s, int *sig), (s, sig), (took(wf_sig_, sig, NULL), 0))
+WF_SIGWAIT(int, sigwaitinfo, (const sigset_t *s, siginfo_t *i), (s, i), took(wf_sig_, NULL, i))
+WF_SIGWAIT(int, sigtimedwait, (const sigset_t *s, siginfo_t *i, const struct timespec *t),
+	   (s, i, t), took(wf_sig_, NULL, i))
 
 /* fcntl is variadic: only the waiting lock commands make a section, and
  * only F_SETLKW/F_OFD_SETLKW are cancellation points (glibc's rule). */

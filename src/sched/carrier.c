@@ -91,6 +91,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sched/carrier.h"
 #include "sched/cpuclock.h"
@@ -112,6 +114,7 @@ enum { HOME_STACK_SIZE = 256 * 1024 };
 typedef struct wf_carrier {
 	pthread_t thread;  /* written by its creator, for the join */
 	pthread_t self;    /* the same, written by itself */
+	pid_t tid;         /* its kernel thread id */
 	int first;         /* the kernel thread that started the runtime */
 	void *tp;          /* the thread pointer its home and the loops it carries run on */
 	void *native_tp;   /* its own thread control block (the first carrier's can
@@ -251,6 +254,7 @@ static void *carrier_main(void *arg)
 	WF_SYS(pthread_sigmask)(SIG_SETMASK, &cr.mask, NULL);
 	c->tp = c->native_tp = wf_tls_current();
 	c->errno_loc = &errno;
+	c->tid = (pid_t)syscall(SYS_gettid);
 	if (WF_SYS(pthread_getcpuclockid)(c->self = WF_SYS(pthread_self)(), &c->cpu_clk))
 		c->cpu_clk = 0;
 	wf_carrier_tls_init(c->tp);
@@ -303,9 +307,9 @@ wf_ult_t *wf_section_begin(void)
 	if (!u)
 		return NULL; /* the loop */
 	unsigned v = ++w->sys_next << 2 | SYS_IN;
-	u->sys_w = w;
 	u->sys_c = w->carrier;
 	u->sys_v = v;
+	__atomic_store_n(&u->sys_w, w, __ATOMIC_SEQ_CST); /* wf_section_in */
 	wf_tls_worker = NULL;
 	atomic_store_explicit(&w->sys, v, memory_order_release);
 	wf_fence_light(); /* against the monitor going idle (wf_fence_heavy) */
@@ -321,7 +325,7 @@ void wf_section_end(wf_ult_t *u)
 		return;
 	wf_worker_t *w = u->sys_w;
 	unsigned v = u->sys_v;
-	u->sys_w = NULL;
+	__atomic_store_n(&u->sys_w, NULL, __ATOMIC_RELAXED);
 	if (likely(atomic_compare_exchange_strong_explicit(
 		    &w->sys, &v, v & ~SYS_FLAGS, memory_order_acq_rel, memory_order_acquire))) {
 		wf_tls_worker = w;
@@ -332,6 +336,23 @@ void wf_section_end(wf_ult_t *u)
 	 * queue; this carrier becomes a spare. */
 	wf_carrier_t *c = u->sys_c;
 	wf_switch_home(u, &c->home, c->tp);
+}
+
+int wf_section_in(wf_ult_t *u)
+{
+	return __atomic_load_n(&u->sys_w, __ATOMIC_SEQ_CST) != NULL;
+}
+
+void wf_section_kill(wf_ult_t *u, int sig)
+{
+	/* Its carrier runs until the runtime stops, so the thread is valid
+	 * even if the section has ended since: then the signal goes to
+	 * whatever that kernel thread runs now (a narrow race). */
+	wf_carrier_t *c = u->sys_c;
+	/* By kernel thread id: glibc's pthread_kill of the first carrier's
+	 * thread would name the thread control block the root ULT keeps, and
+	 * from the root, wherever it runs, signal the caller itself. */
+	syscall(SYS_tgkill, getpid(), c->tid, sig);
 }
 
 weft_syscall_t weft_syscall_begin(void)
@@ -457,6 +478,7 @@ int wf_carriers_start(void)
 		c->next_all = cr.all;
 		cr.all = c;
 		c->thread = c->self = WF_SYS(pthread_self)();
+		c->tid = (pid_t)syscall(SYS_gettid);
 		if (WF_SYS(pthread_getcpuclockid)(c->thread, &c->cpu_clk))
 			c->cpu_clk = 0;
 		c->native_tp = wf_tls_current();

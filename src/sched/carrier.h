@@ -27,6 +27,11 @@ WF_HIDDEN wf_ult_t *wf_section_begin(void);
  * a run queue and its kernel thread becomes a spare; returns on a worker. */
 WF_HIDDEN void wf_section_end(wf_ult_t *u);
 
+/* Is u in a section? (sequentially consistent: sync/signal.c) */
+WF_HIDDEN int wf_section_in(wf_ult_t *u);
+/* Send signal sig to the kernel thread that u's section runs on. */
+WF_HIDDEN void wf_section_kill(wf_ult_t *u, int sig);
+
 /* In the child of a fork (runtime/init.c): the calling context is no
  * worker's any longer, and no section hands over. */
 WF_HIDDEN void wf_forked_child(void);

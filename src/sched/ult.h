@@ -159,6 +159,7 @@ typedef struct wf_ult {
 	/* POSIX signals per ULT (src/sync/signal.c): bit s-1 for signal s. */
 	_Atomic uint64_t sig_mask;    /* blocked; written by the ULT */
 	_Atomic uint64_t sig_pending; /* sent, not yet delivered; set by anyone */
+	_Atomic uint64_t sig_waiting; /* what it waits for in a sigwait; written by the ULT */
 	/* What it waits for while PARKED (enum wf_block_reason, see above). */
 	int block_reason;
 	const void *block_obj;

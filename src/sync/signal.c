@@ -15,6 +15,11 @@
  *            on pthread_kill to itself: every pending, unblocked signal is
  *            cleared and raised.
  *
+ * A ULT in a system call section (sched/carrier.c: a read, a sigwait under
+ * libweft-pthread.so) waits in the kernel: it gets a signal sent to it as
+ * a kernel thread would, from the kernel, on the kernel thread it runs on
+ * (wf_section_kill).
+ *
  * What this does not do: interrupt a ULT that is running or queued to run
  * (it gets the signal at its next wait or mask change), block signals the
  * kernel delivers to the process (those go to whichever worker the kernel
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <signal.h>
 
+#include "sched/carrier.h"
 #include "sync/wait.h"
 
 static uint64_t bit(int sig)
@@ -50,7 +56,28 @@ int wf_sig_send(wf_ult_t *u, int sig)
 {
 	if (sig <= 0 || sig > 64)
 		return EINVAL;
-	atomic_fetch_or_explicit(&u->sig_pending, bit(sig), memory_order_acq_rel);
+	atomic_fetch_or_explicit(&u->sig_pending, bit(sig), memory_order_seq_cst);
+	/* In a system call section the ULT waits in the kernel (a read, a
+	 * sigwait): the kernel thread it runs on gets the signal itself, which
+	 * interrupts the call or is what sigwait waits for - unless the ULT
+	 * took the pending bit first (wf_sig_take, before its sigwait). The
+	 * seq_cst pair (this RMW, then the load in wf_section_in; the ULT's
+	 * begin, a fence, then its look at the bits) lets one of the two see
+	 * the other; the bit's owner delivers. */
+	if (wf_section_in(u)) {
+		/* ... if the signal reaches it there: the ULT does not block it
+		 * (the kernel thread does not either: carriers block nothing
+		 * the process did not), or it waits for it in sigwait (the
+		 * kernel thread blocks it for that). Else it stays pending. */
+		uint64_t b = bit(sig);
+		if (!(atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & b) ||
+		    (atomic_load_explicit(&u->sig_waiting, memory_order_seq_cst) & b)) {
+			if (atomic_fetch_and_explicit(&u->sig_pending, ~b, memory_order_acq_rel) &
+			    b)
+				wf_section_kill(u, sig);
+			return 0;
+		}
+	}
 	wf_worker_t *w = wf_worker_self();
 	if (w && w->current == u) {
 		wf_sig_deliver(u);
@@ -59,6 +86,27 @@ int wf_sig_send(wf_ult_t *u, int sig)
 	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig)))
 		wf_wait_interrupt(u);
 	return 0;
+}
+
+int wf_sig_take(wf_ult_t *self, const sigset_t *set)
+{
+	uint64_t want = wf_sig_bits(set);
+	atomic_store_explicit(&self->sig_waiting, want, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst); /* against wf_sig_send */
+	for (;;) {
+		uint64_t p = atomic_load_explicit(&self->sig_pending, memory_order_acquire) & want;
+		if (!p)
+			return 0;
+		int sig = __builtin_ctzll(p) + 1;
+		if (atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel) &
+		    bit(sig))
+			return sig;
+	}
+}
+
+void wf_sig_wait_done(wf_ult_t *self)
+{
+	atomic_store_explicit(&self->sig_waiting, 0, memory_order_relaxed);
 }
 
 uint64_t wf_sig_bits(const sigset_t *set)

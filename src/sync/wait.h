@@ -58,6 +58,12 @@ WF_HIDDEN void wf_sig_deliver(wf_ult_t *self);
 WF_HIDDEN int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old);
 /* A sigset_t as weft's 64-bit mask (bit s-1 for signal s), and back. */
 WF_HIDDEN uint64_t wf_sig_bits(const sigset_t *set);
+/* self, in a system call section about to wait for the signals of set
+ * (sigwait): one of them that was sent to it and is pending, claimed (its
+ * bit cleared); 0 if none. */
+WF_HIDDEN int wf_sig_take(wf_ult_t *self, const sigset_t *set);
+/* ... and its wait is over. */
+WF_HIDDEN void wf_sig_wait_done(wf_ult_t *self);
 WF_HIDDEN void wf_sig_fill(uint64_t mask, sigset_t *set);
 /* The kernel thread becoming the root ULT keeps its signal mask. */
 WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
