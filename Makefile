@@ -1,6 +1,6 @@
 # Thin wrapper over CMake. The README's two commands:
 #   make test    build and run the whole test suite (plus ASan+UBSan and TSan builds)
-#   make bench   build in Release and run the benchmarks (micro, then the sim table)
+#   make bench   build in Release and run the benchmarks (micro, the sim table, then io)
 # Others: make build, make install PREFIX=..., make format, make format-check,
 # make check-layers.
 
@@ -56,6 +56,7 @@ test-aarch64:
 bench: release
 	./build-release/bench/weft-bench micro
 	./build-release/bench/weft-bench sim
+	./build-release/bench/weft-bench io
 
 install: release
 	$(CMAKE) --install build-release --prefix $(PREFIX)

@@ -30,6 +30,8 @@ typedef struct wb_opts {
 	int workers;              /* weft workers; 0: weft's default */
 	int pin;                  /* weft pinning; -1: weft's default */
 	double size;              /* sim: model size factor; 0: default */
+	const char *conns;        /* io: connection counts, "1,100"; NULL: default */
+	long roundtrips;          /* io: round trips per connection; 0: default */
 	const char *child_system; /* hidden child subcommands */
 	long child_n;
 } wb_opts_t;

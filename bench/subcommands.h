@@ -39,4 +39,9 @@ int wb_sim_main(const wb_opts_t *o);
  * wrong optimum. */
 int wb_sched_main(const wb_opts_t *o);
 
+/* io.c: blocking system calls and system call sections (weft/io.h): the
+ * cost of a section, pipe ping-pong and TCP echo on glibc pthreads, weft
+ * ULTs with sections and weft-io-prog under LD_PRELOAD=libweft-pthread.so. */
+int wb_io_main(const wb_opts_t *o);
+
 #endif

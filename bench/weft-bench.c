@@ -5,6 +5,9 @@
  *   weft-bench sched [options]   schedulers per worker and POSIX priorities:
  *                                branch and bound under one scheduler or two,
  *                                wake-up latency of a high-priority thread
+ *   weft-bench io [options]      blocking system calls: what a system call
+ *                                section costs, pipe ping-pong and TCP echo
+ *                                on pthreads, ULTs and under LD_PRELOAD
  *
  * Options are shared by the subcommands (see usage()). This file only parses
  * them and dispatches; statistics and output are in report.c, the trial loop
@@ -46,6 +49,12 @@ static const struct subcommand subcommands[] = {
 	 "          on worker 0, and prio installed half-way; wake-up latency of a\n"
 	 "          SCHED_FIFO ULT among 64 ready ones (prio, steal, share) vs a glibc\n"
 	 "          SCHED_FIFO thread; exit status 1 on a wrong optimum"},
+	{"io", wb_io_main,
+	 "blocking system calls and system call sections (weft/io.h): getppid and a\n"
+	 "          4 KiB pread plain and in a section, an empty section; pipe ping-pong\n"
+	 "          and a thread-per-connection TCP echo over 127.0.0.1 (--conns) on\n"
+	 "          glibc pthreads, weft ULTs with sections, and the pthread program\n"
+	 "          (weft-io-prog) under LD_PRELOAD=libweft-pthread.so"},
 	{"_chain", wb_micro_chain_child, NULL},
 	{"_semwait", wb_sync_semwait_child, NULL},
 };
@@ -80,6 +89,11 @@ static void usage(FILE *f, const char *argv0)
 		"  --pin 0|1         pin weft's workers (default or -1: weft's, WEFT_PIN)\n"
 		"  --size X          sim: scale every model's size by X (default 1; --quick\n"
 		"                    0.05)\n"
+		"  --conns LIST      io: concurrent connections of the tcp_echo rows, one row\n"
+		"                    group per comma-separated entry (default 1,100; --quick\n"
+		"                    1,10), e.g. --conns 1,100,1000\n"
+		"  --roundtrips M    io: round trips per connection (default: 5,000 in all\n"
+		"                    divided among the connections, 10 to 2,000 each)\n"
 		"  -h, --help        this text\n"
 		"\nBenchmarks report; they never fail because something was slow. The exit\n"
 		"status is 0 even when a row could not be measured (it says why).\n");
@@ -100,6 +114,8 @@ enum {
 	OPT_SYSTEM,
 	OPT_N,
 	OPT_SIZE,
+	OPT_CONNS,
+	OPT_ROUNDTRIPS,
 };
 
 static long parse_long(const char *s, const char *opt, long lo, long hi)
@@ -131,6 +147,8 @@ int main(int argc, char **argv)
 		{"system", required_argument, NULL, OPT_SYSTEM}, /* hidden, _chain, _semwait */
 		{"n", required_argument, NULL, OPT_N},           /* hidden, _chain, _semwait */
 		{"size", required_argument, NULL, OPT_SIZE},
+		{"conns", required_argument, NULL, OPT_CONNS},
+		{"roundtrips", required_argument, NULL, OPT_ROUNDTRIPS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -210,6 +228,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_CONNS:
+			o.conns = optarg;
+			break;
+		case OPT_ROUNDTRIPS:
+			o.roundtrips = parse_long(optarg, "--roundtrips", 1, 100000000);
+			break;
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;

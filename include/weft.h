@@ -256,15 +256,18 @@ WEFT_API int weft_cputime(weft_t t, uint64_t *ns);
  * its worker and read without stopping it, so a snapshot of a running
  * worker is not atomic as a whole. */
 typedef struct weft_worker_stats {
-	uint64_t switches; /* context switches it made (to a ULT or to its loop) */
-	uint64_t steals;   /* ULTs it took from other workers' queues */
-	uint64_t parks;    /* ULTs that parked while running on it */
-	uint64_t sleeps;   /* times it went to sleep for lack of work */
-	uint64_t idle_ns;  /* time in its scheduler loop with nothing to run
+	uint64_t switches;  /* context switches it made (to a ULT or to its loop) */
+	uint64_t steals;    /* ULTs it took from other workers' queues */
+	uint64_t parks;     /* ULTs that parked while running on it */
+	uint64_t sleeps;    /* times it went to sleep for lack of work */
+	uint64_t idle_ns;   /* time in its scheduler loop with nothing to run
 	                      (looking for work, spinning, asleep) */
-	uint64_t sleep_ns; /* of idle_ns, the time asleep */
-	uint64_t created;  /* ULTs created by ULTs running on it */
-	uint64_t exited;   /* ULTs that exited on it */
+	uint64_t sleep_ns;  /* of idle_ns, the time asleep */
+	uint64_t created;   /* ULTs created by ULTs running on it */
+	uint64_t exited;    /* ULTs that exited on it */
+	uint64_t handovers; /* times it was handed to a spare kernel thread
+	                       because its ULT stayed in a system call section
+	                       (weft/io.h) */
 } weft_worker_stats_t;
 
 /* Fill *out for worker `worker` (0 .. weft_num_workers()-1). EINVAL for a

@@ -30,6 +30,7 @@ int weft_worker_stats(int worker, weft_worker_stats_t *out)
 		.steals = atomic_load_explicit(&w->n_steals, memory_order_relaxed),
 		.parks = atomic_load_explicit(&w->n_parks, memory_order_relaxed),
 		.sleeps = atomic_load_explicit(&w->n_sleeps, memory_order_relaxed),
+		.handovers = atomic_load_explicit(&w->n_handovers, memory_order_relaxed),
 		.idle_ns = atomic_load_explicit(&w->idle_ns, memory_order_relaxed),
 		.sleep_ns = atomic_load_explicit(&w->sleep_ns, memory_order_relaxed),
 		.created = (uint64_t)__atomic_load_n(&w->created, __ATOMIC_RELAXED),

@@ -245,6 +245,9 @@ static void test_blocked_read_hands_the_worker_over(void **state)
 	WT_EQ(one.null_section, 0); /* a ULT with the defaults gets a section */
 	WT_EQ(one.worker_after, 0); /* back on the (only) worker */
 	WT_EQU(one.self_after, one.a_self);
+	weft_worker_stats_t st;
+	WT_OK(weft_worker_stats(0, &st));
+	WT_CMPU(st.handovers, >=, 1); /* counted */
 	/* The runtime goes on as before. */
 	WT_EQ_PTR(wt_join(wt_spawn(NULL, return_arg, (void *)3)), (void *)3);
 	close_pipe(one.pipe);
