@@ -114,22 +114,23 @@ void wf_pin_self(int worker)
 	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
-	WF_SYS(pthread_setaffinity_np)(WF_SYS(pthread_self)(), sizeof one, &one);
+	/* The calling kernel thread (0), not glibc's pthread_self(): that
+	 * names the installed thread control block, which at a carrier's home
+	 * may be one made for it (sched.c, "Thread pointers"). */
+	sched_setaffinity(0, sizeof one, &one);
 }
 
 void wf_save_root_affinity(void)
 {
 	if (wf_rt.pin)
 		root_affinity_saved =
-			WF_SYS(pthread_getaffinity_np)(WF_SYS(pthread_self)(), sizeof root_affinity,
-						       &root_affinity) == 0;
+			sched_getaffinity(0, sizeof root_affinity, &root_affinity) == 0;
 }
 
 void wf_restore_root_affinity(void)
 {
 	if (root_affinity_saved) {
-		WF_SYS(pthread_setaffinity_np)
-		(WF_SYS(pthread_self)(), sizeof root_affinity, &root_affinity);
+		sched_setaffinity(0, sizeof root_affinity, &root_affinity);
 		root_affinity_saved = 0;
 	}
 }
