@@ -105,12 +105,15 @@ typedef struct weft_config {
 	long syscall_ns;         /* how long a ULT may stay in a system call section
 	                            (weft/io.h) before its worker is handed to a
 	                            spare kernel thread; 0: WEFT_SYSCALL_NS (0 there
-	                            means never), else 50 us; negative: never */
+	                            means never), else 50 us; negative: never;
+	                            WEFT_SYSCALL_NS above 1e12 or negative:
+	                            EINVAL */
 	int spares;              /* most kernel threads kept besides the workers to
 	                            carry a worker whose kernel thread is blocked in
 	                            the kernel; 0: WEFT_SPARES (0 there means none),
 	                            else 256; negative: none (and no hand-overs:
-	                            weft_syscall_begin returns NULL) */
+	                            weft_syscall_begin returns NULL); above
+	                            100000 (here or in WEFT_SPARES): EINVAL */
 } weft_config_t;
 
 /* Fill *cfg with the values weft_init(NULL) would use (environment applied). */

@@ -22,12 +22,10 @@
  * Each wrapper costs a section - two atomic operations - on top of the
  * call, also when it does not block (a write to a pipe with room).
  */
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -43,16 +41,6 @@
 #include "sync/wait.h"
 #include "util/sys.h"
 
-static void *next_fn(const char *name)
-{
-	void *p = dlsym(RTLD_NEXT, name);
-	if (!p) {
-		fprintf(stderr, "weft: libweft-pthread.so: no %s after it: %s\n", name, dlerror());
-		abort();
-	}
-	return p;
-}
-
 /* A wrapper: `real` is looked up once (every thread that races stores the
  * same pointer, whole). cancel: a cancellation point. */
 #define WF_BLOCKING(cancel, ret, name, params, args)                               \
@@ -61,7 +49,7 @@ static void *next_fn(const char *name)
 		static ret(*wf_real_) params;                                      \
 		ret(*wf_f_) params = __atomic_load_n(&wf_real_, __ATOMIC_RELAXED); \
 		if (unlikely(!wf_f_)) {                                            \
-			wf_f_ = (ret(*) params)next_fn(#name);                     \
+			wf_f_ = (ret(*) params)wf_px_next_symbol(#name);           \
 			__atomic_store_n(&wf_real_, wf_f_, __ATOMIC_RELAXED);      \
 		}                                                                  \
 		if (cancel)                                                        \
@@ -133,7 +121,7 @@ WF_BLOCKING(1, int, pause, (void), ())
 		static ret(*wf_real_) params;                                               \
 		ret(*wf_f_) params = __atomic_load_n(&wf_real_, __ATOMIC_RELAXED);          \
 		if (unlikely(!wf_f_)) {                                                     \
-			wf_f_ = (ret(*) params)next_fn(#name);                              \
+			wf_f_ = (ret(*) params)wf_px_next_symbol(#name);                    \
 			__atomic_store_n(&wf_real_, wf_f_, __ATOMIC_RELAXED);               \
 		}                                                                           \
 		wf_testcancel();                                                            \
@@ -184,7 +172,7 @@ WF_PX_API int fcntl(int fd, int cmd, ...)
 	static int (*real)(int, int, ...);
 	int (*f)(int, int, ...) = __atomic_load_n(&real, __ATOMIC_RELAXED);
 	if (unlikely(!f)) {
-		f = (int (*)(int, int, ...))next_fn("fcntl");
+		f = (int (*)(int, int, ...))wf_px_next_symbol("fcntl");
 		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
 	}
 	va_list ap;

@@ -57,6 +57,11 @@ static inline weft_t wf_px_to_weft(pthread_t p)
 
 /* Start weft if needed (the preload build starts it before main). */
 WF_HIDDEN int wf_px_ensure(void);
+#ifdef WEFT_PRELOAD
+/* The next definition of name after libweft-pthread.so's (glibc's), or
+ * abort naming it (preload.c). */
+WF_HIDDEN void *wf_px_next_symbol(const char *name);
+#endif
 /* Jump into the newest glibc-style cleanup frame of u (no return;
  * unwind.c). The exit path reaches it through wf_unwind_hook. */
 struct wf_ult;

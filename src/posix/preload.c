@@ -24,7 +24,7 @@
 
 struct wf_sys wf_sys;
 
-static void *next_symbol(const char *name)
+void *wf_px_next_symbol(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 	if (!p) {
@@ -40,7 +40,7 @@ static void *next_symbol(const char *name)
 struct wf_sys *wf_sys_resolve(void)
 {
 #define WF_SYS_RESOLVE(ret, name, args) \
-	__atomic_store_n(&wf_sys.name, (ret(*) args)next_symbol(#name), __ATOMIC_RELAXED);
+	__atomic_store_n(&wf_sys.name, (ret(*) args)wf_px_next_symbol(#name), __ATOMIC_RELAXED);
 	WF_SYS_CALLS(WF_SYS_RESOLVE)
 #undef WF_SYS_RESOLVE
 	return &wf_sys;

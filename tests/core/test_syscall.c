@@ -928,6 +928,8 @@ static void test_env_syscall_ns(void **state)
 	WT_CMP(c.syscall_ns, <, 0);
 	check_bad_env("WEFT_SYSCALL_NS", "abc");
 	check_bad_env("WEFT_SYSCALL_NS", "12abc");
+	check_bad_env("WEFT_SYSCALL_NS", "-1"); /* "never" is 0 */
+	check_bad_env("WEFT_SYSCALL_NS", "1000000000001");
 	/* and then a good start works */
 	init_with(1, 0, 0);
 	WT_OK(weft_shutdown());
@@ -945,6 +947,14 @@ static void test_env_spares(void **state)
 	WT_CMP(c.spares, <, 0);
 	check_bad_env("WEFT_SPARES", "abc");
 	check_bad_env("WEFT_SPARES", "3x");
+	check_bad_env("WEFT_SPARES", "-2");
+	check_bad_env("WEFT_SPARES", "100001");
+	unsetenv("WEFT_SPARES");
+	/* The config field: past the most, EINVAL; nothing starts. */
+	weft_config_t big = config_with(1);
+	big.spares = 100001;
+	WT_ERR(weft_init(&big), EINVAL);
+	WT_EQ(weft_num_workers(), 0);
 	init_with(1, 0, 0);
 	WT_OK(weft_shutdown());
 }
