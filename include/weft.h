@@ -62,6 +62,13 @@ enum weft_context_kind {
 	WEFT_CONTEXT_UCONTEXT = 2, /* ucontext_t, makecontext */
 };
 
+enum weft_io_kind {
+	WEFT_IO_DEFAULT = 0, /* WEFT_IO, else poll */
+	WEFT_IO_POLL = 1,    /* the poller (epoll): the ULT parks, its worker runs others */
+	WEFT_IO_OFF = 2,     /* the ULT waits in the kernel, in a system call section */
+	WEFT_IO_URING = 3,   /* io_uring: not built; weft_init answers ENOTSUP */
+};
+
 /* Runtime configuration. Zero in a field means "from the environment, else
  * the default"; weft_config_init() fills a config that way. */
 typedef struct weft_config {
@@ -114,6 +121,10 @@ typedef struct weft_config {
 	                            else 256; negative: none (and no hand-overs:
 	                            weft_syscall_begin returns NULL); above
 	                            100000 (here or in WEFT_SPARES): EINVAL */
+	int io;                  /* enum weft_io_kind: how a ULT waits for a file
+	                            descriptor (weft_fd_wait, and the blocking calls
+	                            libweft-pthread.so wraps); WEFT_IO_DEFAULT:
+	                            WEFT_IO ("poll", "off" or "uring"), else poll */
 } weft_config_t;
 
 /* Fill *cfg with the values weft_init(NULL) would use (environment applied). */

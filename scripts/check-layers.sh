@@ -17,8 +17,9 @@ declare -A allowed=(
 	[sched]="stack context util trace"
 	[trace]="sched stack context util"
 	[sync]="sched stack context util trace"
-	[runtime]="sync sched stack context util trace"
-	[posix]="runtime sync sched stack context util trace"
+	[io]="sync sched stack context util trace"
+	[runtime]="io sync sched stack context util trace"
+	[posix]="runtime io sync sched stack context util trace"
 	[sim]=""
 )
 

@@ -87,7 +87,7 @@ SLOT_MASK = (1 << SLOT_BITS) - 1
 # Fallbacks for enums, used only if debug info lacks them.
 _STATE_FALLBACK = {0: "new", 1: "parked", 2: "running", 3: "runnable", 4: "exited"}
 _REASON_FALLBACK = ["none", "join", "mutex", "cond", "rwlock", "sem", "barrier",
-                    "once", "sleep", "park", "handoff"]
+                    "once", "sleep", "park", "handoff", "io"]
 
 # glibc's x86-64 gregs indices (sys/ucontext.h REG_*), and the asm frame
 # (src/arch/switch_x86_64_sysv.S): slot offsets of what wf_ctx_jump saves.

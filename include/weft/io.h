@@ -1,4 +1,20 @@
-/* weft and the kernel: system call sections. Included by <weft.h>.
+/* weft and the kernel: waiting for file descriptors, and system call
+ * sections. Included by <weft.h>.
+ *
+ * A ULT that waits for a descriptor (a socket, a pipe, a terminal, an
+ * epoll or event descriptor) with weft_fd_wait parks on weft's I/O poller:
+ * its worker runs other ULTs, and no kernel thread waits for it. Ten
+ * thousand ULTs may wait so, each on its own socket, on two workers.
+ *
+ *   while ((n = recv(fd, buf, len, MSG_DONTWAIT)) < 0 && errno == EAGAIN)
+ *           if ((e = weft_fd_wait(fd, POLLIN, CLOCK_MONOTONIC, NULL)) != 0)
+ *                   break;   // EINTR, ETIMEDOUT, EBADF ...
+ *
+ * The poller is one kernel thread blocked in epoll_wait, started by the
+ * first wait; weft_config_t.io / WEFT_IO=off turns it off, and then
+ * weft_fd_wait waits in the kernel inside a system call section (below).
+ * libweft-pthread.so waits so itself in the blocking calls of the programs
+ * it runs (docs/posix-coverage.md, "Blocking system calls").
  *
  * A ULT that makes a system call that may block (a read from a pipe or a
  * socket, waitpid, flock, a futex wait of another library's) holds its
@@ -40,6 +56,8 @@
 #ifndef WEFT_IO_H
 #define WEFT_IO_H
 
+#include <time.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,6 +65,16 @@ extern "C" {
 #ifndef WEFT_API
 #define WEFT_API __attribute__((visibility("default")))
 #endif
+
+/* Wait until fd is ready for events (POLLIN, POLLOUT or both, as poll(2)
+ * says "ready": a read or write would not block; an error or hang-up
+ * counts) or until abstime on clock (CLOCK_MONOTONIC or CLOCK_REALTIME;
+ * NULL: no limit). Returns 0 (ready when it looked), ETIMEDOUT, EINTR (a
+ * signal sent to the ULT with pthread_kill / weft's signals ran its
+ * handler), EBADF (fd is not open), EINVAL (other event bits, a bad clock
+ * or timespec) or ENOMEM. A cancellation point. A regular file is always
+ * ready. From a foreign thread it waits in the kernel (poll). */
+WEFT_API int weft_fd_wait(int fd, short events, clockid_t clock, const struct timespec *abstime);
 
 /* An open section: opaque. NULL means "no section" (not a ULT). */
 typedef struct weft_syscall *weft_syscall_t;

@@ -1,16 +1,36 @@
 /* libweft-pthread.so only (WEFT_PRELOAD): the program's blocking system
- * calls, each made inside a system call section (src/sched/carrier.c), so
- * that a thread blocked in the kernel never holds a worker for long: past
- * the threshold (WEFT_SYSCALL_NS) its worker is handed to a spare kernel
- * thread and the other threads keep running.
+ * calls, made so that a thread blocked in the kernel never holds a worker.
+ *
+ * Two ways, by what the call waits for:
+ *
+ *   a descriptor   read, write, recv, send, accept, poll of one descriptor,
+ *                  epoll_wait and their kin. On a ULT, with the poller on
+ *                  (src/io/poller.c): look at the descriptor first - a poll
+ *                  with no timeout, or for recv* the call itself with
+ *                  MSG_DONTWAIT - and when it is not ready, park the ULT on
+ *                  the poller until it is; then make the program's call.
+ *   anything else  (and a descriptor the poller cannot take) the call is
+ *                  made inside a system call section (src/sched/carrier.c):
+ *                  past the threshold (WEFT_SYSCALL_NS) its worker is
+ *                  handed to a spare kernel thread and the others go on.
+ *
+ * The program's semantics stay libc's, because the call that does the
+ * work is always libc's own, with the program's arguments: a descriptor
+ * the program made non-blocking (O_NONBLOCK, MSG_DONTWAIT) is never parked
+ * for; a socket with a receive or send timeout (SO_RCVTIMEO, SO_SNDTIMEO)
+ * waits in the kernel, which times it; poll and epoll_wait keep their
+ * timeouts (the poller's wait has the deadline). A signal sent to the
+ * parked thread (pthread_kill) runs its handler, and the call then returns
+ * EINTR, or goes on waiting if every handler that ran was installed with
+ * SA_RESTART and the call is one the kernel restarts (signal(7); poll and
+ * epoll_wait never are). A ready descriptor may be taken by another thread
+ * before the call: then the call blocks, inside a section.
  *
  * Each wrapper is the libc function of the same name, found as the next
- * definition after this library's (dlsym(RTLD_NEXT)) on first use, called
- * between wf_section_begin and wf_section_end: its arguments, results,
- * errno, timeouts, O_NONBLOCK and EINTR are exactly libc's. Off a ULT (a
- * foreign thread, a worker's loop) the section is none and the call is
- * libc's alone. The calls that POSIX makes cancellation points act on a
- * pending cancellation first, as glibc's do.
+ * definition after this library's (dlsym(RTLD_NEXT)) on first use. Off a
+ * ULT (a foreign thread, a worker's loop) it is libc's call alone. The
+ * calls that POSIX makes cancellation points act on a pending cancellation
+ * first, as glibc's do, and while parked.
  *
  * What this cannot see: calls libc makes to itself (fread's read, system's
  * waitpid, getaddrinfo's sockets go through libc-internal names), system
@@ -19,10 +39,12 @@
  * still block their worker while they last; docs/posix-coverage.md,
  * "Blocking system calls".
  *
- * Each wrapper costs a section - two atomic operations - on top of the
- * call, also when it does not block (a write to a pipe with room).
+ * Cost: a section is two atomic operations; a descriptor call on a ULT
+ * adds the look (one poll system call, none for recv*), and a wait adds
+ * an arm (epoll_ctl) and the poller's wake-up.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,70 +54,328 @@
 #include <sys/file.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/io.h"
 #include "posix/posix.h"
 #include "sched/carrier.h"
 #include "sync/wait.h"
 #include "util/sys.h"
 
-/* A wrapper: `real` is looked up once (every thread that races stores the
- * same pointer, whole). cancel: a cancellation point. */
-#define WF_BLOCKING(cancel, ret, name, params, args)                               \
-	WF_PX_API ret name params                                                  \
-	{                                                                          \
-		static ret(*wf_real_) params;                                      \
-		ret(*wf_f_) params = __atomic_load_n(&wf_real_, __ATOMIC_RELAXED); \
-		if (unlikely(!wf_f_)) {                                            \
-			wf_f_ = (ret(*) params)wf_px_next_symbol(#name);           \
-			__atomic_store_n(&wf_real_, wf_f_, __ATOMIC_RELAXED);      \
-		}                                                                  \
-		if (cancel)                                                        \
-			wf_testcancel();                                           \
-		wf_ult_t *wf_u_ = wf_section_begin();                              \
-		ret wf_r_ = wf_f_ args;                                            \
-		wf_section_end(wf_u_);                                             \
-		return wf_r_;                                                      \
+/* f, a pointer of type ret(*)params: libc's `name`, looked up once (every
+ * thread that races stores the same pointer, whole). */
+#define WF_REAL(f, ret, name, params)                                   \
+	static ret(*f##_real_) params;                                  \
+	ret(*f) params = __atomic_load_n(&f##_real_, __ATOMIC_RELAXED); \
+	if (unlikely(!f)) {                                             \
+		f = (ret(*) params)wf_px_next_symbol(#name);            \
+		__atomic_store_n(&f##_real_, f, __ATOMIC_RELAXED);      \
 	}
 
+/* A wrapper that makes the call in a section. cancel: a cancellation
+ * point. */
+#define WF_BLOCKING(cancel, ret, name, params, args)  \
+	WF_PX_API ret name params                     \
+	{                                             \
+		WF_REAL(wf_f_, ret, name, params)     \
+		if (cancel)                           \
+			wf_testcancel();              \
+		wf_ult_t *wf_u_ = wf_section_begin(); \
+		ret wf_r_ = wf_f_ args;               \
+		wf_section_end(wf_u_);                \
+		return wf_r_;                         \
+	}
+
+/* ---- waiting on the poller ------------------------------------------------ */
+
+/* Would the kernel restart the interrupted call: every handler that ran
+ * for u since it began waiting was installed with SA_RESTART? */
+static int restarts(wf_ult_t *u)
+{
+	uint64_t ran = u->sig_ran;
+	while (ran) {
+		int sig = __builtin_ctzll(ran) + 1;
+		ran &= ran - 1;
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) != 0 || !(sa.sa_flags & SA_RESTART))
+			return 0;
+	}
+	return 1;
+}
+
+/* Does a call on fd block for direction ev: the descriptor is not
+ * O_NONBLOCK, and (a socket) has no timeout for that direction? */
+static int blocks(int fd, uint32_t ev)
+{
+	long fl = syscall(SYS_fcntl, fd, F_GETFL); /* raw: fcntl is ours */
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return 0;
+	struct timeval tv;
+	socklen_t len = sizeof tv;
+	int opt = ev & WF_IO_IN ? SO_RCVTIMEO : SO_SNDTIMEO;
+	if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+		return 0;
+	return 1;
+}
+
+/* One wait of the calling ULT for fd, found not ready for ev. *checked: the
+ * descriptor was found blocking (blocks()) earlier in this call. Returns 1
+ * (woken: look again), 0 (make the call as it is: it returns at once, or
+ * waits in the kernel, timed by it), or -1 with errno (EINTR). Acts on a
+ * cancellation. */
+static int wait_once(int fd, uint32_t ev, int restart, int *checked)
+{
+	if (!*checked) {
+		if (!blocks(fd, ev))
+			return 0;
+		*checked = 1;
+	}
+	wf_ult_t *u = wf_worker_self()->current;
+	u->sig_ran = 0;
+	int e = wf_io_wait(fd, ev, 0, WF_WAIT_CANCEL);
+	switch (e) {
+	case 0:
+		return 1;
+	case ECANCELED:
+		wf_cancel_act(); /* no return */
+	case EINTR:
+		if (restart && restarts(u))
+			return 1;
+		errno = EINTR;
+		return -1;
+	default:
+		return 0; /* EPERM, EBADF, ENOMEM, ENOTSUP: the kernel waits */
+	}
+}
+
+/* Before a call on fd that would block until fd is ready for ev: on a ULT
+ * with the poller, park until it is. 0: make the call; -1: return -1
+ * (errno is set). */
+static int await_ready(int fd, uint32_t ev)
+{
+	if (!ev || !wf_io_usable())
+		return 0;
+	int checked = 0;
+	for (;;) {
+		if (wf_io_ready(fd, ev))
+			return 0;
+		int w = wait_once(fd, ev, 1, &checked);
+		if (w <= 0)
+			return w;
+	}
+}
+
+/* A call that waits for fd (ev): park until it is ready, then the call in a
+ * section (another thread may take what was ready first). */
+#define WF_FD_CALL(ret, name, params, args, fd, ev)   \
+	WF_PX_API ret name params                     \
+	{                                             \
+		WF_REAL(wf_f_, ret, name, params)     \
+		wf_testcancel();                      \
+		if (await_ready(fd, ev) < 0)          \
+			return -1;                    \
+		wf_ult_t *wf_u_ = wf_section_begin(); \
+		ret wf_r_ = wf_f_ args;               \
+		wf_section_end(wf_u_);                \
+		return wf_r_;                         \
+	}
+
+/* recv and its kin: try the call with MSG_DONTWAIT first, which costs no
+ * look (unless the program asked for MSG_WAITALL or MSG_DONTWAIT itself). */
+#define WF_RECV(name, params, args, dontwait_args)                                           \
+	WF_PX_API ssize_t name params                                                        \
+	{                                                                                    \
+		WF_REAL(wf_f_, ssize_t, name, params)                                        \
+		wf_testcancel();                                                             \
+		if (!(fl & (MSG_DONTWAIT | MSG_WAITALL)) && wf_io_usable()) {                \
+			int wf_checked_ = 0;                                                 \
+			for (;;) {                                                           \
+				ssize_t wf_r_ = wf_f_ dontwait_args;                         \
+				if (wf_r_ >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) \
+					return wf_r_;                                        \
+				int wf_w_ = wait_once(fd, WF_IO_IN, 1, &wf_checked_);        \
+				if (wf_w_ < 0)                                               \
+					return -1;                                           \
+				if (wf_w_ == 0)                                              \
+					break;                                               \
+			}                                                                    \
+		}                                                                            \
+		wf_ult_t *wf_u_ = wf_section_begin();                                        \
+		ssize_t wf_r_ = wf_f_ args;                                                  \
+		wf_section_end(wf_u_);                                                       \
+		return wf_r_;                                                                \
+	}
+
+/* poll of one descriptor, epoll_wait: look with a zero timeout, park with
+ * the call's deadline, look again. Never restarted after a handler.
+ * `look` is the call with a zero timeout; `rest(ms)` the call with what
+ * is left of the timeout, in the kernel (fd is not one the poller takes);
+ * ms < 0: no timeout. */
+#define WF_TIMED_BODY(fd, ev, ms, look, rest)                                                \
+	do {                                                                                 \
+		uint64_t wf_dl_ = (ms) > 0 ? wf_now_ns() + (uint64_t)(ms)*1000000u : 0;      \
+		for (;;) {                                                                   \
+			int wf_r_ = (look);                                                  \
+			if (wf_r_ != 0)                                                      \
+				return wf_r_;                                                \
+			int wf_e_ = wf_io_wait(fd, ev, wf_dl_, WF_WAIT_CANCEL);              \
+			if (wf_e_ == ECANCELED)                                              \
+				wf_cancel_act();                                             \
+			if (wf_e_ == ETIMEDOUT)                                              \
+				return 0;                                                    \
+			if (wf_e_ == EINTR) {                                                \
+				errno = EINTR;                                               \
+				return -1;                                                   \
+			}                                                                    \
+			if (wf_e_ != 0)                                                      \
+				break;                                                       \
+		}                                                                            \
+		int wf_left_ = -1;                                                           \
+		if (wf_dl_) {                                                                \
+			uint64_t wf_now_ = wf_now_ns();                                      \
+			wf_left_ = wf_now_ >= wf_dl_                                         \
+					   ? 0                                               \
+					   : (int)((wf_dl_ - wf_now_ + 999999u) / 1000000u); \
+		}                                                                            \
+		wf_ult_t *wf_u_ = wf_section_begin();                                        \
+		int wf_r_ = rest(wf_left_);                                                  \
+		wf_section_end(wf_u_);                                                       \
+		return wf_r_;                                                                \
+	} while (0)
+
+/* poll's events as the poller's directions; 0 if it waits for neither. */
+static uint32_t poll_dirs(short events)
+{
+	return (events & (POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND | POLLRDHUP) ? WF_IO_IN : 0) |
+	       (events & (POLLOUT | POLLWRNORM | POLLWRBAND) ? WF_IO_OUT : 0);
+}
+
+/* ---- the wrappers ------------------------------------------------------------ */
+
 /* Descriptors: pipes, sockets, terminals, FIFOs. */
-WF_BLOCKING(1, ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n))
-WF_BLOCKING(1, ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n))
-WF_BLOCKING(1, ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n))
-WF_BLOCKING(1, ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n))
+WF_FD_CALL(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n), fd, WF_IO_IN)
+WF_FD_CALL(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), fd, WF_IO_OUT)
+WF_FD_CALL(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), fd, WF_IO_IN)
+WF_FD_CALL(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), fd, WF_IO_OUT)
+/* Files: a pread or pwrite needs a seekable descriptor, always ready. */
 WF_BLOCKING(1, ssize_t, pread, (int fd, void *buf, size_t n, off_t o), (fd, buf, n, o))
 WF_BLOCKING(1, ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t o), (fd, buf, n, o))
 WF_BLOCKING(1, ssize_t, pread64, (int fd, void *buf, size_t n, off_t o), (fd, buf, n, o))
 WF_BLOCKING(1, ssize_t, pwrite64, (int fd, const void *buf, size_t n, off_t o), (fd, buf, n, o))
-WF_BLOCKING(1, ssize_t, recv, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl))
-WF_BLOCKING(1, ssize_t, recvfrom,
-	    (int fd, void *buf, size_t n, int fl, struct sockaddr *a, socklen_t *al),
-	    (fd, buf, n, fl, a, al))
-WF_BLOCKING(1, ssize_t, recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl))
-WF_BLOCKING(1, ssize_t, send, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl))
-WF_BLOCKING(1, ssize_t, sendto,
-	    (int fd, const void *buf, size_t n, int fl, const struct sockaddr *a, socklen_t al),
-	    (fd, buf, n, fl, a, al))
-WF_BLOCKING(1, ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl))
-WF_BLOCKING(1, int, accept, (int fd, struct sockaddr *a, socklen_t *al), (fd, a, al))
-WF_BLOCKING(1, int, accept4, (int fd, struct sockaddr *a, socklen_t *al, int fl), (fd, a, al, fl))
+WF_RECV(recv, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl),
+	(fd, buf, n, fl | MSG_DONTWAIT))
+WF_RECV(recvfrom, (int fd, void *buf, size_t n, int fl, struct sockaddr *a, socklen_t *al),
+	(fd, buf, n, fl, a, al), (fd, buf, n, fl | MSG_DONTWAIT, a, al))
+WF_RECV(recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl), (fd, m, fl | MSG_DONTWAIT))
+/* A blocking send sends everything: with MSG_DONTWAIT it would stop
+ * short, so it waits for room first instead. */
+WF_FD_CALL(ssize_t, send, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl), fd,
+	   fl &MSG_DONTWAIT ? 0 : WF_IO_OUT)
+WF_FD_CALL(ssize_t, sendto,
+	   (int fd, const void *buf, size_t n, int fl, const struct sockaddr *a, socklen_t al),
+	   (fd, buf, n, fl, a, al), fd, fl &MSG_DONTWAIT ? 0 : WF_IO_OUT)
+WF_FD_CALL(ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl), fd,
+	   fl &MSG_DONTWAIT ? 0 : WF_IO_OUT)
+WF_FD_CALL(int, accept, (int fd, struct sockaddr *a, socklen_t *al), (fd, a, al), fd, WF_IO_IN)
+WF_FD_CALL(int, accept4, (int fd, struct sockaddr *a, socklen_t *al, int fl), (fd, a, al, fl), fd,
+	   WF_IO_IN)
+/* A blocking connect cannot be asked "would you block" without making the
+ * socket non-blocking, which other processes sharing it would see. */
 WF_BLOCKING(1, int, connect, (int fd, const struct sockaddr *a, socklen_t al), (fd, a, al))
 
-/* Waiting for descriptors. */
-WF_BLOCKING(1, int, poll, (struct pollfd * p, nfds_t n, int ms), (p, n, ms))
-WF_BLOCKING(1, int, ppoll,
-	    (struct pollfd * p, nfds_t n, const struct timespec *t, const sigset_t *m),
-	    (p, n, t, m))
+/* Waiting for descriptors: one descriptor on the poller; more, or a
+ * signal mask to install for the wait, in a section. */
+WF_PX_API int poll(struct pollfd *p, nfds_t n, int ms)
+{
+	WF_REAL(f, int, poll, (struct pollfd *, nfds_t, int))
+	wf_testcancel();
+	if (n == 1 && p && p->fd >= 0 && ms != 0 && poll_dirs(p->events) && wf_io_usable()) {
+#define POLL_REST(left) f(p, 1, left)
+		WF_TIMED_BODY(p->fd, poll_dirs(p->events), ms, f(p, 1, 0), POLL_REST);
+#undef POLL_REST
+	}
+	wf_ult_t *u = wf_section_begin();
+	int r = f(p, n, ms);
+	wf_section_end(u);
+	return r;
+}
+
+/* A timeout as poll's milliseconds, rounded up; -1: none. EINVAL: bad. */
+static int ts_ms(const struct timespec *t, int *ms)
+{
+	if (!t) {
+		*ms = -1;
+		return 0;
+	}
+	if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)
+		return EINVAL;
+	if (t->tv_sec > INT_MAX / 1000 - 1) {
+		*ms = -1; /* longer than poll can say: as good as none here */
+		return 0;
+	}
+	*ms = (int)(t->tv_sec * 1000 + (t->tv_nsec + 999999L) / 1000000L);
+	return 0;
+}
+
+WF_PX_API int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m)
+{
+	WF_REAL(f, int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *))
+	wf_testcancel();
+	int ms;
+	if (!m && n == 1 && p && p->fd >= 0 && poll_dirs(p->events) && ts_ms(t, &ms) == 0 &&
+	    ms != 0 && wf_io_usable()) {
+		static const struct timespec zero = {0, 0};
+#define PPOLL_REST(left)                                                                           \
+	f(p, 1, (left) < 0 ? NULL : &(struct timespec){(left) / 1000, ((left) % 1000) * 1000000L}, \
+	  NULL)
+		WF_TIMED_BODY(p->fd, poll_dirs(p->events), ms, f(p, 1, &zero, NULL), PPOLL_REST);
+#undef PPOLL_REST
+	}
+	wf_ult_t *u = wf_section_begin();
+	int r = f(p, n, t, m);
+	wf_section_end(u);
+	return r;
+}
+
 WF_BLOCKING(1, int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
 	    (n, r, w, e, t))
 WF_BLOCKING(1, int, pselect,
 	    (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *m),
 	    (n, r, w, e, t, m))
-WF_BLOCKING(1, int, epoll_wait, (int fd, struct epoll_event *ev, int n, int ms), (fd, ev, n, ms))
-WF_BLOCKING(1, int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m),
-	    (fd, ev, n, ms, m))
+
+/* An epoll descriptor is itself readable while it has events ready. */
+WF_PX_API int epoll_wait(int fd, struct epoll_event *ev, int n, int ms)
+{
+	WF_REAL(f, int, epoll_wait, (int, struct epoll_event *, int, int))
+	wf_testcancel();
+	if (ms != 0 && fd >= 0 && wf_io_usable()) {
+#define EPOLL_REST(left) f(fd, ev, n, left)
+		WF_TIMED_BODY(fd, WF_IO_IN, ms, f(fd, ev, n, 0), EPOLL_REST);
+#undef EPOLL_REST
+	}
+	wf_ult_t *u = wf_section_begin();
+	int r = f(fd, ev, n, ms);
+	wf_section_end(u);
+	return r;
+}
+
+WF_PX_API int epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m)
+{
+	WF_REAL(f, int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *))
+	wf_testcancel();
+	if (!m && ms != 0 && fd >= 0 && wf_io_usable()) {
+#define EPOLLP_REST(left) f(fd, ev, n, left, NULL)
+		WF_TIMED_BODY(fd, WF_IO_IN, ms, f(fd, ev, n, 0, NULL), EPOLLP_REST);
+#undef EPOLLP_REST
+	}
+	wf_ult_t *u = wf_section_begin();
+	int r = f(fd, ev, n, ms, m);
+	wf_section_end(u);
+	return r;
+}
 
 /* Children, locks on files, files that may be slow. */
 WF_BLOCKING(1, pid_t, wait, (int *st), (st))
@@ -118,12 +398,7 @@ WF_BLOCKING(1, int, pause, (void), ())
 #define WF_SIGWAIT(ret, name, params, args, taken)                                          \
 	WF_PX_API ret name params                                                           \
 	{                                                                                   \
-		static ret(*wf_real_) params;                                               \
-		ret(*wf_f_) params = __atomic_load_n(&wf_real_, __ATOMIC_RELAXED);          \
-		if (unlikely(!wf_f_)) {                                                     \
-			wf_f_ = (ret(*) params)wf_px_next_symbol(#name);                    \
-			__atomic_store_n(&wf_real_, wf_f_, __ATOMIC_RELAXED);               \
-		}                                                                           \
+		WF_REAL(wf_f_, ret, name, params)                                           \
 		wf_testcancel();                                                            \
 		sigset_t wf_old_;                                                           \
 		int wf_masked_ = s && WF_SYS(pthread_sigmask)(SIG_BLOCK, s, &wf_old_) == 0; \

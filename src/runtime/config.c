@@ -187,6 +187,30 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 			return EINVAL;
 	}
 
+	if (c.io < WEFT_IO_DEFAULT || c.io > WEFT_IO_URING)
+		return EINVAL;
+	if (c.io == WEFT_IO_DEFAULT) {
+		c.io = WEFT_IO_POLL;
+		if ((v = env("WEFT_IO"))) {
+			if (strcmp(v, "poll") == 0)
+				c.io = WEFT_IO_POLL;
+			else if (strcmp(v, "off") == 0)
+				c.io = WEFT_IO_OFF;
+			else if (strcmp(v, "uring") == 0)
+				c.io = WEFT_IO_URING;
+			else
+				return EINVAL;
+		}
+	}
+	if (c.io == WEFT_IO_URING) {
+		/* Named so that nobody mistakes it for a typo: weft has only the
+		 * epoll poller (src/io/epoll.c says why). */
+		static int told;
+		if (!told++)
+			fprintf(stderr, "weft: WEFT_IO=uring is not built; use poll or off\n");
+		return ENOTSUP;
+	}
+
 	_Static_assert(WEFT_SCHED_PRIO == WF_SCHED_BUILTINS, "one kind per built-in");
 	if (c.sched < 0 || c.sched > WF_SCHED_BUILTINS)
 		return EINVAL;

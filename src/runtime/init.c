@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "io/io.h"
 #include "runtime/runtime.h"
 #include "sched/carrier.h"
 #include "sched/cpuclock.h"
@@ -47,6 +48,7 @@ static void forked_child(void)
 		return;
 	atomic_store_explicit(&wf_rt.state, WF_RT_FORKED, memory_order_relaxed);
 	wf_forked_child();
+	wf_io_forked();
 }
 
 static int is_main_thread(void)
@@ -101,6 +103,7 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.w0_tp = NULL;
 	wf_rt.syscall_ns = c->spares > 0 ? c->syscall_ns : -1;
 	wf_rt.spares = c->spares > 0 ? c->spares : 0;
+	wf_rt.io = c->io;
 	wf_rt.stack_size = c->stack_size;
 	wf_rt.spin_ns = c->idle_spin_ns > 0 ? c->idle_spin_ns : 0;
 	wf_rt.guarded_max = c->guarded_stacks_max;
@@ -286,6 +289,7 @@ int weft_shutdown(void)
 		root->tp = NULL; /* its kernel thread's: not wf_tls_alloc's */
 	release_w0_tp();
 	wf_workers_free();
+	wf_io_stop();
 	wf_sync_stop();
 	wf_trace_stop(1);
 	wf_registry_sweep(free_leftover);

@@ -116,6 +116,23 @@
 #include <stdlib.h>
 
 wf_runtime_t wf_rt;
+_Atomic(const wf_poll_hooks_t *) wf_poll_hooks;
+atomic_int wf_poll_waiting;
+
+/* How often a worker takes the poller's reports: a busy one (pick_next)
+ * at most every POLL_GAP_BUSY, a spinning one every POLL_GAP_SPIN. */
+#define POLL_GAP_BUSY 50000u
+#define POLL_GAP_SPIN 10000u
+
+static inline void poll_io(uint64_t now, uint64_t gap)
+{
+	if (unlikely(atomic_load_explicit(&wf_poll_waiting, memory_order_relaxed))) {
+		const wf_poll_hooks_t *h =
+			atomic_load_explicit(&wf_poll_hooks, memory_order_acquire);
+		if (h)
+			h->poll(now, gap);
+	}
+}
 
 __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
 
@@ -298,6 +315,9 @@ static wf_ult_t *pick_next(wf_worker_t *w)
 		if (unlikely(wf_timers_next(&w->timers) != UINT64_MAX))
 			wf_timers_poll(&w->timers, wf_now_ns());
 		wf_sched_poll(w);
+		/* Descriptors ready for ULTs parked on the poller (src/io). */
+		if (unlikely(atomic_load_explicit(&wf_poll_waiting, memory_order_relaxed)))
+			poll_io(wf_now_ns(), POLL_GAP_BUSY);
 	}
 	if (unlikely(!wf_mpfifo_empty(&w->inbox)) ||
 	    (tick % 61 == 0 && unlikely(!wf_mpfifo_empty(&wf_rt.global))))
@@ -680,6 +700,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		uint64_t t0 = wf_now_ns();
 		wf_sched_poll(w);
 		wf_timers_poll(&w->timers, t0);
+		poll_io(t0, 0);
 		if (wf_rt.nworkers > 1)
 			wf_timers_help(w, t0);
 		wf_ult_t *u = pick_next(w);
@@ -697,6 +718,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			uint64_t now = wf_now_ns();
 			wf_sched_poll(w);
 			wf_timers_poll(&w->timers, now);
+			poll_io(now, POLL_GAP_SPIN);
 			if (wf_rt.nworkers > 1)
 				wf_timers_help(w, now);
 			u = pick_next(w);
@@ -748,6 +770,14 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			uint64_t backstop = wf_timers_backstop(w);
 			if (backstop < until)
 				until = backstop;
+			/* With ULTs parked on the poller, one sleeping worker
+			 * sleeps in it and takes its reports itself. */
+			const wf_poll_hooks_t *h =
+				atomic_load_explicit(&wf_poll_waiting, memory_order_relaxed)
+					? atomic_load_explicit(&wf_poll_hooks, memory_order_acquire)
+					: NULL;
+			if (h && h->sleep(w, until))
+				now = wf_now_ns();
 			while (atomic_load_explicit(&w->sleep_state, memory_order_acquire) ==
 				       WF_SLEEPING &&
 			       now < until) {

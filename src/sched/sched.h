@@ -135,6 +135,8 @@ typedef struct wf_worker {
 
 	/* Sleeping: the futex word an idle worker waits on. */
 	WF_ALIGNED_CL atomic_int sleep_state;
+	atomic_int in_poll; /* it sleeps in the I/O poller (wf_poll_hooks.sleep): wake it
+	                       with .kick after the CAS of sleep_state */
 
 	/* Timers of ULTs that wait with a deadline on this worker. */
 	WF_ALIGNED_CL wf_timers_t timers;
@@ -157,6 +159,7 @@ typedef struct wf_runtime {
 	                      its kernel thread's (sched.c, "Thread pointers"); else NULL */
 	long syscall_ns;   /* a section lasting longer loses its worker; <= 0: never */
 	int spares;        /* most carriers besides one per worker (carrier.c) */
+	int io;            /* enum weft_io_kind, resolved: POLL or OFF (src/io/poller.c) */
 	size_t stack_size; /* the default (also the stack layer's) */
 	long spin_ns;
 	long guarded_max;
@@ -176,6 +179,30 @@ typedef struct wf_runtime {
 } wf_runtime_t;
 
 WF_HIDDEN extern wf_runtime_t wf_rt;
+
+/* The I/O poller's hooks into the workers' loops (src/io/poller.c installs
+ * them when its poller starts): workers take the poller's reports
+ * themselves - a busy one now and then, an idle one before it spins, and
+ * one sleeping worker blocked in the poller instead of on its futex - so
+ * that a report wakes no thread but the ULT's worker, if any. */
+typedef struct wf_poll_hooks {
+	/* Take what is ready without blocking, unless another thread took
+	 * less than gap_ns ago. From a worker's loop or its pick of the next
+	 * ULT, never from a running ULT: it makes ULTs runnable on w, with
+	 * wake-ups that never yield. */
+	void (*poll)(uint64_t now, uint64_t gap_ns);
+	/* w, announced SLEEPING and re-checked (find_work), sleeps in the
+	 * poller until `until` (CLOCK_MONOTONIC ns; UINT64_MAX: none), a
+	 * wake (wf_wake_worker: kick) or a report, which it takes. 1 if it
+	 * did; 0 if another worker sleeps there (w sleeps on its futex). */
+	int (*sleep)(wf_worker_t *w, uint64_t until);
+	/* Make the worker that sleeps in the poller return from it. */
+	void (*kick)(void);
+} wf_poll_hooks_t;
+WF_HIDDEN extern _Atomic(const wf_poll_hooks_t *) wf_poll_hooks;
+/* ULTs waiting on the poller (src/io/poller.c counts them): the loops look
+ * at it before they call the hooks. */
+WF_HIDDEN extern atomic_int wf_poll_waiting;
 
 /* The worker running the caller, NULL on a foreign thread, a spare
  * carrier or inside a system call section. Never inlined: a ULT can migrate

@@ -80,6 +80,7 @@ enum wf_block_reason {
 	WF_BLOCK_SLEEP,   /* block_obj: NULL */
 	WF_BLOCK_PARK,    /* weft_park; block_obj: NULL */
 	WF_BLOCK_HANDOFF, /* weft_park_handoff; block_obj: the ULT it handed to */
+	WF_BLOCK_IO,      /* a file descriptor (src/io/poller.c); block_obj: its entry's word */
 	WF_BLOCK_NREASONS
 };
 
@@ -160,6 +161,8 @@ typedef struct wf_ult {
 	_Atomic uint64_t sig_mask;    /* blocked; written by the ULT */
 	_Atomic uint64_t sig_pending; /* sent, not yet delivered; set by anyone */
 	_Atomic uint64_t sig_waiting; /* what it waits for in a sigwait; written by the ULT */
+	uint64_t sig_ran;             /* handlers run for it (bits or'ed by wf_sig_deliver, cleared
+	                                 by whoever asks: a restartable call, SA_RESTART) */
 	/* What it waits for while PARKED (enum wf_block_reason, see above). */
 	int block_reason;
 	const void *block_obj;

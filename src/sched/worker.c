@@ -49,8 +49,16 @@ static int wake_if_sleeping(wf_worker_t *t)
 	int s = WF_SLEEPING;
 	if (atomic_load_explicit(&t->sleep_state, memory_order_relaxed) != WF_SLEEPING ||
 	    !atomic_compare_exchange_strong_explicit(&t->sleep_state, &s, WF_AWAKE,
-						     memory_order_acq_rel, memory_order_relaxed))
+						     memory_order_seq_cst, memory_order_relaxed))
 		return 0;
+	if (atomic_load_explicit(&t->in_poll, memory_order_seq_cst)) {
+		/* It sleeps in the poller (set before its own look at
+		 * sleep_state: one of the two sees the other). */
+		const wf_poll_hooks_t *h =
+			atomic_load_explicit(&wf_poll_hooks, memory_order_acquire);
+		if (h)
+			h->kick();
+	}
 	wf_futex_wake(&t->sleep_state, 1);
 	return 1;
 }
@@ -91,6 +99,9 @@ void wf_wake_all(void)
 		atomic_store_explicit(&t->sleep_state, WF_AWAKE, memory_order_release);
 		wf_futex_wake(&t->sleep_state, 1);
 	}
+	const wf_poll_hooks_t *h = atomic_load_explicit(&wf_poll_hooks, memory_order_acquire);
+	if (h)
+		h->kick();
 }
 
 /* The i-th CPU the process may use, or -1. */

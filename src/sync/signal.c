@@ -48,6 +48,7 @@ void wf_sig_deliver(wf_ult_t *self)
 			return;
 		int sig = __builtin_ctzll(p) + 1;
 		atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel);
+		self->sig_ran |= bit(sig);
 		raise(sig); /* on this worker: the handler runs in this ULT */
 	}
 }

@@ -277,6 +277,14 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 
 int wf_wake(const void *addr, int n)
 {
+	int woken = wf_wake_noresched(addr, n);
+	if (woken)
+		wf_resched_point(); /* a woken ULT may outrank us (sched/prio.h) */
+	return woken;
+}
+
+int wf_wake_noresched(const void *addr, int n)
+{
 	wf_bucket_t *b = bucket_of(addr);
 	wf_waiter_t *chain = NULL, **tail = &chain;
 	int woken = 0;
@@ -295,8 +303,6 @@ int wf_wake(const void *addr, int n)
 	}
 	wf_spin_unlock(&b->lock);
 	unpark_chain(chain);
-	if (woken)
-		wf_resched_point(); /* a woken ULT may outrank us (sched/prio.h) */
 	return woken;
 }
 

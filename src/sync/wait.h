@@ -43,6 +43,10 @@ WF_HIDDEN int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t dea
  * yields to it before returning (wf_resched_point): call it with no
  * internal lock held. */
 WF_HIDDEN int wf_wake(const void *addr, int n);
+/* wf_wake without the yield: for the scheduler's own contexts (a worker's
+ * loop, its pick of the next ULT), where the caller is no ULT that could
+ * give way. */
+WF_HIDDEN int wf_wake_noresched(const void *addr, int n);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
  * in wf_wake's order (cond broadcast without a stampede). Returns how many
  * woke. */

@@ -38,7 +38,7 @@ static const char *const block_names[WF_BLOCK_NREASONS] = {
 	[WF_BLOCK_NONE] = "other",      [WF_BLOCK_JOIN] = "join",       [WF_BLOCK_MUTEX] = "mutex",
 	[WF_BLOCK_COND] = "cond",       [WF_BLOCK_RWLOCK] = "rwlock",   [WF_BLOCK_SEM] = "sem",
 	[WF_BLOCK_BARRIER] = "barrier", [WF_BLOCK_ONCE] = "once",       [WF_BLOCK_SLEEP] = "sleep",
-	[WF_BLOCK_PARK] = "park",       [WF_BLOCK_HANDOFF] = "handoff",
+	[WF_BLOCK_PARK] = "park",       [WF_BLOCK_HANDOFF] = "handoff", [WF_BLOCK_IO] = "io",
 };
 
 /* How a ULT stopped running, from a SWITCH record's code. */

@@ -1,0 +1,70 @@
+/* The I/O layer: the poller that parks ULTs waiting for file descriptors
+ * (poller.c, whose top holds the protocol) and the kernel interface it
+ * waits through, a backend behind a table of operations (epoll.c). */
+#ifndef WF_IO_IO_H
+#define WF_IO_IO_H
+
+#include <stdint.h>
+
+#include "sched/sched.h"
+
+/* What a wait is for: a direction of the descriptor. */
+enum { WF_IO_IN = 1, WF_IO_OUT = 2 };
+
+#define WF_IO_BATCH 32 /* reports taken per wait (on the caller's stack) */
+
+/* One event from the backend: fd was reported (ready, or in error). */
+typedef struct {
+	int fd;
+} wf_io_event_t;
+
+/* A backend: how the poller asks the kernel to watch descriptors. One
+ * instance per runtime; the poller thread alone calls wait. */
+typedef struct wf_io_backend {
+	const char *name;
+	/* Make the instance. 0 or an errno value. */
+	int (*open)(void);
+	/* Report fd once when it is ready for `events` (WF_IO_IN|WF_IO_OUT)
+	 * or in error, replacing what was asked before for fd (one shot: after
+	 * the report, nothing until the next arm). *added: fd may be in the
+	 * instance already (a hint the backend keeps up to date). 0, or EPERM
+	 * (the kind of file cannot be waited for: a regular file, always
+	 * ready), EBADF, ENOMEM, ENOSPC. */
+	int (*arm)(int fd, uint32_t events, int *added);
+	/* Take up to max reports (at most WF_IO_BATCH), waiting up to
+	 * timeout_ns for one (0: not at all; negative: no limit) or for a
+	 * kick. The number taken. drain: the caller is the sleeper, which
+	 * consumes kicks; others leave them for it. */
+	int (*wait)(wf_io_event_t *ev, int max, int64_t timeout_ns, int drain);
+	/* Make the sleeper's wait return (now, or its next one). */
+	void (*kick)(void);
+	/* Free the instance (the poller has ended). */
+	void (*close)(void);
+} wf_io_backend_t;
+
+WF_HIDDEN extern const wf_io_backend_t wf_io_epoll;
+
+/* The calling ULT waits until fd may be ready for `events` (WF_IO_IN,
+ * WF_IO_OUT or both), until deadline_ns (CLOCK_MONOTONIC; 0: none), or
+ * (flags & WF_WAIT_CANCEL) until it is cancelled; flags as wf_wait's
+ * (sync/wait.h). The worker runs other ULTs meanwhile. Returns 0 (an event
+ * came for fd, maybe for the other direction, or raced with the call: look
+ * again), ETIMEDOUT, ECANCELED, EINTR (a signal sent to the ULT ran its
+ * handler), EPERM (fd is of a kind that is always ready), EBADF, ENOMEM,
+ * or ENOTSUP (no poller: WEFT_IO=off, or fd past the table). Call it only
+ * from a ULT on a worker, after looking at fd (wf_io_ready) and finding it
+ * not ready. */
+WF_HIDDEN int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags);
+/* Is the poller there for the calling context (a ULT on a worker, the
+ * poller not off)? */
+WF_HIDDEN int wf_io_usable(void);
+/* Look at fd without waiting: 1 ready for `events` (or in error, or not
+ * open: the call will say), 0 not ready. */
+WF_HIDDEN int wf_io_ready(int fd, uint32_t events);
+/* Stop the poller thread and free the table (weft_shutdown: no ULT
+ * waits). */
+WF_HIDDEN void wf_io_stop(void);
+/* In the child of a fork: no poller thread came along. */
+WF_HIDDEN void wf_io_forked(void);
+
+#endif

@@ -1,0 +1,417 @@
+/* The I/O poller: a ULT that waits for a file descriptor parks, and its
+ * worker runs other ULTs, instead of blocking the worker's kernel thread in
+ * the kernel (Go's network poller, libfibre's per-descriptor waits).
+ *
+ * Who waits: libweft-pthread.so's wrappers of read, recv, accept, poll,
+ * epoll_wait and the rest (src/posix/blocking.c) look at the descriptor
+ * first (wf_io_ready: a poll with no timeout, or the call itself with
+ * MSG_DONTWAIT) and, when it is not ready, wait here; then they make the
+ * program's own call, which is ready. weft_fd_wait (include/weft/io.h) is
+ * the same wait for native programs.
+ *
+ * The table
+ *   One entry per descriptor number (wf_iofd_t, in chunks made on first
+ *   use and kept until weft_shutdown): a spinlock, the count of ULTs
+ *   waiting for each direction, what the kernel was last asked to report
+ *   (armed), and seq, a word the waiters wait on with wait-on-address
+ *   (src/sync/wait.c). Waiting through wf_wait gives the poller's waits
+ *   everything the other waits have: deadlines on the worker's timers,
+ *   cancellation, and interruption by a signal sent to the ULT (EINTR).
+ *
+ * Protocol
+ *   wait    under the entry's lock: read seq, count the caller in, and arm
+ *           the descriptor for the union of the waiting directions
+ *           (backend arm: one shot, level-triggered) - unless others wait
+ *           already and the registration covers this direction too. Then
+ *           wf_wait(&seq, that value): it returns at once if seq moved.
+ *   report  the poller thread, blocked in the backend's wait, gets fd:
+ *           under the lock, bump seq and forget armed (the one shot is
+ *           spent); then wake every waiter of the entry. Each looks at the
+ *           descriptor again and, if it is still not ready (another thread
+ *           took the data, or the event was for the other direction),
+ *           waits again, which arms again.
+ *
+ * Why nothing is lost: the waiter looked at the descriptor before the arm.
+ * Readiness that came before the arm is reported by the arm itself
+ * (level-triggered); readiness after it is reported later. Either report
+ * bumps seq after the waiter read it, and wf_wait compares seq under its
+ * bucket lock, which the poller's wake takes after the bump: the waiter
+ * either sees the new value or is in the queue the wake walks.
+ *
+ * Why the first waiter always arms: weft does not see every close (glibc
+ * closes descriptors itself, fclose among others). A closed descriptor
+ * leaves the kernel's instance, and its number may come back as another
+ * file; an entry nobody waits for is therefore never trusted to be armed.
+ * While someone waits, its registration is fresh (closing a descriptor
+ * another thread waits for is the program's race, as with plain threads).
+ *
+ * The poller thread is a kernel thread of its own, started by the first
+ * wait, blocking every signal; it only moves ULTs to run queues (wf_wake
+ * from a foreign thread). It ends at weft_shutdown.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "sched/carrier.h"
+#include "sync/wait.h"
+#include "util/sys.h"
+#include "weft.h"
+
+#define CHUNK_BITS 10
+#define CHUNK      (1u << CHUNK_BITS)
+#define NCHUNKS    (1u << 14) /* descriptors below 2^24 */
+#define MAX_FDS    (CHUNK * NCHUNKS)
+
+typedef struct wf_iofd {
+	wf_spinlock_t lock;
+	uint32_t seq;         /* bumped by each report; waited on */
+	uint32_t n_in, n_out; /* ULTs waiting per direction; under lock */
+	uint32_t armed;       /* WF_IO_* of the registration not yet reported; under lock */
+	int added;            /* the backend's hint (io.h, arm); under lock */
+} wf_iofd_t;
+
+enum { IO_IDLE = 0, IO_RUNNING, IO_FAILED };
+
+/* The watchdog takes reports itself when no worker has for BACKSTOP_NS
+ * and none sleeps in the poller (every worker busy in a long computation);
+ * with a sleeper it looks every SLEEPER_NS. */
+#define BACKSTOP_NS 2000000u
+#define SLEEPER_NS  50000000u
+
+static struct {
+	pthread_mutex_t lock;  /* start and stop */
+	atomic_int state;      /* IO_* */
+	pthread_t thread;      /* the watchdog */
+	atomic_int stop;       /* 1: the watchdog ends (a futex word) */
+	atomic_int idle;       /* 1: the watchdog sleeps until a wait counts in */
+	atomic_int sleeper;    /* the worker sleeping in the poller, or -1 */
+	_Atomic uint64_t last; /* when reports were last taken (ns) */
+	const wf_io_backend_t *be;
+	_Atomic(wf_iofd_t *) chunks[NCHUNKS];
+} io = {.lock = PTHREAD_MUTEX_INITIALIZER, .sleeper = -1};
+
+static wf_iofd_t *entry(int fd, int make)
+{
+	_Atomic(wf_iofd_t *) *at = &io.chunks[(unsigned)fd >> CHUNK_BITS];
+	wf_iofd_t *c = atomic_load_explicit(at, memory_order_acquire);
+	if (!c && make) {
+		wf_iofd_t *fresh = calloc(CHUNK, sizeof *fresh);
+		if (!fresh)
+			return NULL;
+		if (atomic_compare_exchange_strong_explicit(at, &c, fresh, memory_order_acq_rel,
+							    memory_order_acquire))
+			c = fresh;
+		else
+			free(fresh); /* another waiter made it first: c is its */
+	}
+	return c ? &c[(unsigned)fd & (CHUNK - 1)] : NULL;
+}
+
+/* A report: wake every waiter of fd. Never yields (the callers are
+ * schedulers' contexts and the watchdog). */
+static void report(int fd)
+{
+	wf_iofd_t *d = entry(fd, 0);
+	if (!d)
+		return;
+	wf_spin_lock(&d->lock);
+	__atomic_fetch_add(&d->seq, 1, __ATOMIC_SEQ_CST);
+	d->armed = 0;
+	wf_spin_unlock(&d->lock);
+	wf_wake_noresched(&d->seq, INT_MAX);
+}
+
+/* Take what the backend has, waiting up to timeout_ns. */
+static int harvest(int64_t timeout_ns, int drain)
+{
+	wf_io_event_t ev[WF_IO_BATCH];
+	int n = io.be->wait(ev, WF_IO_BATCH, timeout_ns, drain);
+	for (int i = 0; i < n; i++)
+		report(ev[i].fd);
+	return n;
+}
+
+/* ---- the workers' hooks (sched.h, wf_poll_hooks_t) ---------------------- */
+
+static void hook_poll(uint64_t now, uint64_t gap)
+{
+	uint64_t last = atomic_load_explicit(&io.last, memory_order_relaxed);
+	if (gap && now - last < gap)
+		return;
+	/* One of the busy workers whose turn it is takes them. */
+	if (gap && !atomic_compare_exchange_strong_explicit(
+			   &io.last, &last, now, memory_order_relaxed, memory_order_relaxed))
+		return;
+	if (!gap)
+		atomic_store_explicit(&io.last, now, memory_order_relaxed);
+	harvest(0, 0);
+}
+
+static int hook_sleep(wf_worker_t *w, uint64_t until)
+{
+	int none = -1;
+	if (!atomic_compare_exchange_strong_explicit(&io.sleeper, &none, w->id,
+						     memory_order_acquire, memory_order_relaxed))
+		return 0;
+	/* in_poll before the look at sleep_state; a waker CASes sleep_state
+	 * before it looks at in_poll: one of the two sees the other, and a
+	 * kick that comes before the wait stays readable until it. */
+	atomic_store_explicit(&w->in_poll, 1, memory_order_seq_cst);
+	uint64_t now = wf_now_ns();
+	while (atomic_load_explicit(&w->sleep_state, memory_order_seq_cst) == WF_SLEEPING &&
+	       now < until) {
+		int64_t t = until == UINT64_MAX ? -1 : (int64_t)(until - now);
+		wf_io_event_t ev[WF_IO_BATCH];
+		int n = io.be->wait(ev, WF_IO_BATCH, t, 1);
+		now = wf_now_ns();
+		if (n > 0) {
+			/* Awake by its own hand: wakers need not kick it. */
+			int s = WF_SLEEPING;
+			atomic_compare_exchange_strong_explicit(&w->sleep_state, &s, WF_AWAKE,
+								memory_order_seq_cst,
+								memory_order_relaxed);
+			atomic_store_explicit(&io.last, now, memory_order_relaxed);
+			for (int i = 0; i < n; i++)
+				report(ev[i].fd);
+			break;
+		}
+	}
+	atomic_store_explicit(&w->in_poll, 0, memory_order_relaxed);
+	atomic_store_explicit(&io.sleeper, -1, memory_order_release);
+	return 1;
+}
+
+static void hook_kick(void)
+{
+	io.be->kick();
+}
+
+static const wf_poll_hooks_t hooks = {
+	.poll = hook_poll,
+	.sleep = hook_sleep,
+	.kick = hook_kick,
+};
+
+/* ---- the watchdog -------------------------------------------------------- */
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	WF_SYS(pthread_sigmask)(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, "weft-poller", 0, 0, 0);
+	while (!atomic_load_explicit(&io.stop, memory_order_acquire)) {
+		if (!atomic_load_explicit(&wf_poll_waiting, memory_order_seq_cst)) {
+			/* Nothing waits: sleep until a wait counts in (the
+			 * flag and the count are a store-buffering pair, both
+			 * sides sequentially consistent). */
+			atomic_store_explicit(&io.idle, 1, memory_order_seq_cst);
+			if (!atomic_load_explicit(&wf_poll_waiting, memory_order_seq_cst))
+				wf_futex_wait(&io.idle, 1, NULL);
+			atomic_store_explicit(&io.idle, 0, memory_order_relaxed);
+			continue;
+		}
+		uint64_t now = wf_now_ns();
+		int slept = atomic_load_explicit(&io.sleeper, memory_order_relaxed) >= 0;
+		if (!slept &&
+		    now - atomic_load_explicit(&io.last, memory_order_relaxed) >= BACKSTOP_NS) {
+			atomic_store_explicit(&io.last, now, memory_order_relaxed);
+			harvest(0, 0);
+		}
+		uint64_t d = slept ? SLEEPER_NS : BACKSTOP_NS;
+		struct timespec rel = {0, (long)d};
+		wf_futex_wait(&io.stop, 0, &rel);
+	}
+	return NULL;
+}
+
+/* Start the poller on first use: 0, or ENOTSUP if it is off or could not
+ * start (the callers then wait in the kernel, as before it existed). */
+static int start(void)
+{
+	int s = atomic_load_explicit(&io.state, memory_order_acquire);
+	if (likely(s == IO_RUNNING))
+		return 0;
+	if (s == IO_FAILED)
+		return ENOTSUP;
+	WF_SYS(pthread_mutex_lock)(&io.lock);
+	if (atomic_load(&io.state) == IO_IDLE) {
+		io.be = &wf_io_epoll;
+		atomic_store(&io.stop, 0);
+		atomic_store(&io.idle, 0);
+		atomic_store(&io.sleeper, -1);
+		atomic_store(&io.last, wf_now_ns());
+		int e = io.be->open();
+		if (!e) {
+			e = WF_SYS(pthread_create)(&io.thread, NULL, watchdog_main, NULL);
+			if (e)
+				io.be->close();
+		}
+		if (!e)
+			atomic_store_explicit(&wf_poll_hooks, &hooks, memory_order_release);
+		atomic_store_explicit(&io.state, e ? IO_FAILED : IO_RUNNING, memory_order_release);
+	}
+	s = atomic_load(&io.state);
+	WF_SYS(pthread_mutex_unlock)(&io.lock);
+	return s == IO_RUNNING ? 0 : ENOTSUP;
+}
+
+int wf_io_usable(void)
+{
+	if (wf_rt.io != WEFT_IO_POLL ||
+	    atomic_load_explicit(&io.state, memory_order_relaxed) == IO_FAILED)
+		return 0;
+	wf_worker_t *w = wf_worker_self();
+	return w && w->current;
+}
+
+int wf_io_ready(int fd, uint32_t events)
+{
+	struct pollfd p = {.fd = fd,
+			   .events = (short)((events & WF_IO_IN ? POLLIN : 0) |
+					     (events & WF_IO_OUT ? POLLOUT : 0))};
+	struct timespec zero = {0, 0};
+	/* Raw: libweft-pthread.so defines ppoll. An error: the call will say. */
+	return syscall(SYS_ppoll, &p, 1, &zero, NULL, 8) != 0;
+}
+
+int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags)
+{
+	if (fd < 0)
+		return EBADF;
+	if ((unsigned)fd >= MAX_FDS)
+		return ENOTSUP;
+	int e = start();
+	if (e)
+		return e;
+	wf_iofd_t *d = entry(fd, 1);
+	if (!d)
+		return ENOMEM;
+	uint32_t in = !!(events & WF_IO_IN), out = !!(events & WF_IO_OUT);
+	wf_spin_lock(&d->lock);
+	uint32_t seq = __atomic_load_n(&d->seq, __ATOMIC_RELAXED);
+	uint32_t want = (d->n_in + in ? WF_IO_IN : 0) | (d->n_out + out ? WF_IO_OUT : 0);
+	if (!(d->n_in || d->n_out) || (d->armed & want) != want) {
+		e = io.be->arm(fd, want, &d->added);
+		if (e) {
+			wf_spin_unlock(&d->lock);
+			return e;
+		}
+		d->armed = want;
+	}
+	d->n_in += in;
+	d->n_out += out;
+	wf_spin_unlock(&d->lock);
+	if (atomic_fetch_add_explicit(&wf_poll_waiting, 1, memory_order_seq_cst) == 0 &&
+	    atomic_load_explicit(&io.idle, memory_order_seq_cst) &&
+	    atomic_exchange_explicit(&io.idle, 0, memory_order_relaxed))
+		wf_futex_wake(&io.idle, 1);
+
+	int rc = wf_wait(&d->seq, seq, deadline_ns, flags | WF_WAIT_FOR(WF_BLOCK_IO));
+
+	atomic_fetch_sub_explicit(&wf_poll_waiting, 1, memory_order_relaxed);
+	wf_spin_lock(&d->lock);
+	d->n_in -= in;
+	d->n_out -= out;
+	wf_spin_unlock(&d->lock);
+	return rc == EAGAIN ? 0 : rc; /* EAGAIN: a report came before the wait */
+}
+
+void wf_io_stop(void)
+{
+	WF_SYS(pthread_mutex_lock)(&io.lock);
+	if (atomic_load(&io.state) == IO_RUNNING) {
+		atomic_store_explicit(&wf_poll_hooks, NULL, memory_order_release);
+		atomic_store_explicit(&io.stop, 1, memory_order_release);
+		atomic_store_explicit(&io.idle, 0, memory_order_release);
+		wf_futex_wake(&io.stop, 1);
+		wf_futex_wake(&io.idle, 1);
+		WF_SYS(pthread_join)(io.thread, NULL);
+		io.be->close();
+	}
+	for (unsigned i = 0; i < NCHUNKS; i++) {
+		wf_iofd_t *c = atomic_exchange(&io.chunks[i], NULL);
+		free(c);
+	}
+	atomic_store(&wf_poll_waiting, 0);
+	atomic_store(&io.state, IO_IDLE);
+	WF_SYS(pthread_mutex_unlock)(&io.lock);
+}
+
+void wf_io_forked(void)
+{
+	/* The instance is shared with the parent, and neither the watchdog
+	 * nor the workers came along: never use it here. */
+	atomic_store(&wf_poll_hooks, NULL);
+	atomic_store(&io.state, IO_FAILED);
+}
+
+/* ---- the public wait ---------------------------------------------------- */
+
+/* Wait in the kernel: a poll with the time left, in a system call section. */
+static int kernel_wait(int fd, short events, uint64_t deadline)
+{
+	for (;;) {
+		struct timespec rel, *relp = NULL;
+		if (deadline) {
+			uint64_t now = wf_now_ns();
+			if (now >= deadline)
+				return ETIMEDOUT;
+			rel.tv_sec = (time_t)((deadline - now) / 1000000000u);
+			rel.tv_nsec = (long)((deadline - now) % 1000000000u);
+			relp = &rel;
+		}
+		struct pollfd p = {.fd = fd, .events = events};
+		wf_ult_t *u = wf_section_begin();
+		long r = syscall(SYS_ppoll, &p, 1, relp, NULL, 8);
+		int e = errno;
+		wf_section_end(u);
+		if (r > 0)
+			return p.revents & POLLNVAL ? EBADF : 0;
+		if (r < 0 && e == EINTR)
+			return EINTR;
+		if (r < 0)
+			return e == ENOMEM ? ENOMEM : EINVAL;
+	}
+}
+
+int weft_fd_wait(int fd, short events, clockid_t clock, const struct timespec *abstime)
+{
+	if (fd < 0)
+		return EBADF;
+	if (!(events & (POLLIN | POLLOUT)) || (events & ~(POLLIN | POLLOUT)))
+		return EINVAL;
+	if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME)
+		return EINVAL;
+	uint64_t deadline = 0;
+	if (abstime) {
+		int e = wf_deadline(clock, abstime, &deadline);
+		if (e)
+			return e;
+	}
+	wf_testcancel();
+	uint32_t ev = (events & POLLIN ? WF_IO_IN : 0) | (events & POLLOUT ? WF_IO_OUT : 0);
+	while (wf_io_usable()) {
+		struct pollfd p = {.fd = fd, .events = events};
+		struct timespec zero = {0, 0};
+		if (syscall(SYS_ppoll, &p, 1, &zero, NULL, 8) > 0)
+			return p.revents & POLLNVAL ? EBADF : 0;
+		int rc = wf_io_wait(fd, ev, deadline, WF_WAIT_CANCEL);
+		if (rc == ECANCELED)
+			wf_cancel_act();
+		if (rc == 0)
+			continue;
+		if (rc == ETIMEDOUT || rc == EINTR || rc == ENOMEM || rc == EBADF)
+			return rc;
+		break; /* not a kind the poller waits for, or no poller: the kernel */
+	}
+	return kernel_wait(fd, events, deadline);
+}
