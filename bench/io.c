@@ -10,9 +10,10 @@
  *   pread_4k         a 4 KiB pread from a file in the page cache, the same
  *                    three ways
  *   pipe_pingpong    two threads hand a byte back and forth over two pipes,
- *                    blocking read and write: glibc pthreads, weft ULTs with
- *                    sections around each call, and the pthread program
- *                    under LD_PRELOAD=libweft-pthread.so
+ *                    blocking read and write: glibc pthreads, weft ULTs
+ *                    that wait on weft's I/O poller (weft_fd_wait) and make
+ *                    each call in a section, and the pthread program under
+ *                    LD_PRELOAD=libweft-pthread.so
  *   tcp_echo_C       a thread-per-connection echo server over 127.0.0.1 and
  *                    C client threads, each making --roundtrips round trips
  *                    of 64 bytes, the same three ways (one row group per C
@@ -40,6 +41,7 @@
 #include "io_work.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -118,7 +120,12 @@ static int wf_end(wk_sec_t *s)
 	return kthread_tp() != s->kt;
 }
 
-static const wk_ops_t wf_ops = {wf_spawn, wf_join, wf_begin, wf_end};
+static int wf_wait(int fd, int out)
+{
+	return weft_fd_wait(fd, out ? POLLOUT : POLLIN, CLOCK_MONOTONIC, NULL);
+}
+
+static const wk_ops_t wf_ops = {wf_spawn, wf_join, wf_begin, wf_end, wf_wait};
 
 /* ---- getppid, section_empty, pread_4k ----------------------------------- */
 
@@ -717,14 +724,15 @@ int wb_io_main(const wb_opts_t *o)
 
 	/* 2. Pipe ping-pong: blocked reads. */
 	io_group(o, &r, "pipe_pingpong", "ns/RT", pipe_prog, pipe_weft, 0, 0,
-		 "2 ULTs, read/write in sections", "2 pthreads, weft-io-prog",
+		 "2 ULTs, weft_fd_wait then read/write in sections", "2 pthreads, weft-io-prog",
 		 "the same binary, LD_PRELOAD");
 
 	/* 3. TCP echo, thread per connection. */
 	for (int i = 0; i < nconns; i++) {
 		char bench[32], wnote[96];
 		snprintf(bench, sizeof bench, "tcp_echo_%ld", conns[i]);
-		snprintf(wnote, sizeof wnote, "%ld ULTs, calls in sections", 2 * conns[i] + 1);
+		snprintf(wnote, sizeof wnote, "%ld ULTs, weft_fd_wait then calls in sections",
+			 2 * conns[i] + 1);
 		if (!wb_selected_bench(o, bench))
 			continue;
 		if (wk_raise_nofile(WK_TCP_FDS(conns[i])) != 0) {

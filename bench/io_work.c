@@ -1,7 +1,9 @@
 /* The blocking I/O workloads of `weft-bench io`; see io_work.h.
  *
  * Each blocking call (read, write, accept, connect) goes through io_call,
- * which brackets it with the table's begin/end when it has them and reads
+ * which first waits for the descriptor with the table's wait when it has
+ * one (weft ULTs park on weft's I/O poller: weft_fd_wait), then brackets
+ * the call with the table's begin/end when it has them and reads
  * errno after the end (a ULT whose worker was handed over resumes on
  * another kernel thread; weft_syscall_end makes the call's errno its own).
  *
@@ -51,7 +53,7 @@ static int pt_join(uint64_t h)
 	return pthread_join((pthread_t)h, NULL);
 }
 
-const wk_ops_t wk_pthread_ops = {pt_spawn, pt_join, NULL, NULL};
+const wk_ops_t wk_pthread_ops = {pt_spawn, pt_join, NULL, NULL, NULL};
 
 /* ---- one thread's blocking calls ----------------------------------------- */
 
@@ -72,6 +74,15 @@ static ssize_t io_call(wk_thr_t *t, int op, int fd, void *buf, size_t len)
 	int e;
 
 	do {
+		if (t->ops->wait && op != OP_CONNECT) {
+			e = t->ops->wait(fd, op == OP_WRITE);
+			if (e == EINTR)
+				continue;
+			if (e) {
+				errno = e;
+				return -1;
+			}
+		}
 		if (t->ops->begin)
 			t->ops->begin(&s);
 		switch (op) {

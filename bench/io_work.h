@@ -27,6 +27,9 @@ typedef struct wk_ops {
 	 * was handed over meanwhile. */
 	void (*begin)(wk_sec_t *s);
 	int (*end)(wk_sec_t *s);
+	/* Wait until fd is ready to read (out = 0) or write before a read,
+	 * write or accept; 0 or an errno value. NULL: the call waits itself. */
+	int (*wait)(int fd, int out);
 } wk_ops_t;
 
 /* glibc pthreads, no sections (in weft-io-prog under LD_PRELOAD, the

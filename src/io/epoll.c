@@ -68,7 +68,7 @@ static int ep_arm(int fd, uint32_t events, int *added)
 	int op = *added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
 	for (int tries = 0; tries < 2; tries++) {
 		if (epoll_ctl(epfd, op, fd, &ev) == 0) {
-			*added = 1;
+			*added = op == EPOLL_CTL_MOD ? 2 : 1;
 			return 0;
 		}
 		if (errno == ENOENT)

@@ -27,7 +27,9 @@ typedef struct wf_io_backend {
 	/* Report fd once when it is ready for `events` (WF_IO_IN|WF_IO_OUT)
 	 * or in error, replacing what was asked before for fd (one shot: after
 	 * the report, nothing until the next arm). *added: fd may be in the
-	 * instance already (a hint the backend keeps up to date). 0, or EPERM
+	 * instance already (a hint the backend keeps up to date): on success
+	 * 2 if this file was (the same open file under the same number, which
+	 * a close takes out of the instance), 1 if it was put in now. 0, or EPERM
 	 * (the kind of file cannot be waited for: a regular file, always
 	 * ready), EBADF, ENOMEM, ENOSPC. */
 	int (*arm)(int fd, uint32_t events, int *added);
@@ -55,6 +57,27 @@ WF_HIDDEN extern const wf_io_backend_t wf_io_epoll;
  * from a ULT on a worker, after looking at fd (wf_io_ready) and finding it
  * not ready. */
 WF_HIDDEN int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags);
+/* A wf_io_wait flag: wait only if a call on fd in this direction would
+ * block until it is ready - fd is not O_NONBLOCK and, for a socket, has no
+ * timeout for the direction (SO_RCVTIMEO, SO_SNDTIMEO) - else return
+ * WF_IO_NOWAIT at once: the call should be made as it is (it returns at
+ * once, or the kernel times it). The answer is remembered per descriptor
+ * and trusted while its registration shows the same open file is there
+ * (poller.c, "What a descriptor does"). */
+#define WF_IO_IFBLOCKS 0x10
+#define WF_IO_NOWAIT   ENOTBLK
+/* What weft learned of fd: WF_FD_UNKNOWN, WF_FD_STREAM (a stream or
+ * datagram socket: write is sendmsg with no flags), WF_FD_OTHER (no socket,
+ * or another kind of socket). A hint: a number may be closed and reused
+ * behind weft's back (libweft-pthread.so sees the program's close, not
+ * glibc's own, as in fclose), so a caller copes with it being wrong. */
+enum { WF_FD_UNKNOWN = 0, WF_FD_STREAM, WF_FD_OTHER };
+WF_HIDDEN int wf_io_kind(int fd);
+WF_HIDDEN void wf_io_set_kind(int fd, int kind);
+/* The program changed fd's blocking mode or timeouts (fcntl F_SETFL,
+ * ioctl FIONBIO, setsockopt), or closed or replaced it (close, dup2):
+ * forget what was learned of it. */
+WF_HIDDEN void wf_io_forget(int fd);
 /* Is the poller there for the calling context (a ULT on a worker, the
  * poller not off)? */
 WF_HIDDEN int wf_io_usable(void);

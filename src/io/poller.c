@@ -45,16 +45,49 @@
  * While someone waits, its registration is fresh (closing a descriptor
  * another thread waits for is the program's race, as with plain threads).
  *
- * The poller thread is a kernel thread of its own, started by the first
- * wait, blocking every signal; it only moves ULTs to run queues (wf_wake
- * from a foreign thread). It ends at weft_shutdown.
+ * What a descriptor does
+ *   A wait for a program's call (WF_IO_IFBLOCKS) happens only if the call
+ *   would wait: a descriptor the program made non-blocking, or a socket
+ *   with a timeout, gets the call made as it is. That costs two system
+ *   calls (fcntl, getsockopt), so the answer is kept in the entry, and
+ *   trusted while the arm finds the registration of the same open file in
+ *   place (a close takes it out of the kernel's instance: the arm then
+ *   adds, and the answer is made again). The program's own changes of the
+ *   mode (fcntl F_SETFL, ioctl FIONBIO, setsockopt) and its close and dup2
+ *   go through libweft-pthread.so, which forgets the answer
+ *   (wf_io_forget). Another process that shares the open file and changes
+ *   its mode is not seen.
+ *
+ * Who takes the reports (the backend's wait: several threads may call it
+ * at once, and the kernel gives each report to one)
+ *   - A worker with nothing to run takes them before it spins, and while
+ *     it spins (sched.c, find_work, through wf_poll_hooks).
+ *   - One worker that goes to sleep while ULTs wait here sleeps in the
+ *     backend's wait instead of on its futex (hook_sleep; io.sleeper
+ *     names it), until its next timer: a report then wakes that worker
+ *     alone, and the ULTs it unparks run there. A waker that finds it in
+ *     the poller (wf_worker.in_poll) kicks it (an eventfd) besides the
+ *     futex wake; the other sleeping workers sleep on their futexes.
+ *   - A busy worker takes them every 50 us at most, when its scheduler
+ *     looks at its timers (sched.c, pick_next).
+ *   - The watchdog, a kernel thread started with the poller that blocks
+ *     every signal, takes them when nobody has for 2 ms and no worker
+ *     sleeps in the poller (every worker in a long computation). It
+ *     sleeps while no ULT waits here (wf_poll_waiting is 0), and wakes
+ *     every 2 ms while some do (every 50 ms while a worker sleeps in the
+ *     poller).
+ *   Reports move ULTs to run queues with wake-ups that never yield: their
+ *   takers are schedulers' contexts and the watchdog. The poller ends at
+ *   weft_shutdown, after the workers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -75,7 +108,13 @@ typedef struct wf_iofd {
 	uint32_t n_in, n_out; /* ULTs waiting per direction; under lock */
 	uint32_t armed;       /* WF_IO_* of the registration not yet reported; under lock */
 	int added;            /* the backend's hint (io.h, arm); under lock */
+	uint8_t verdict;      /* V_*: what a call on it does; under lock */
+	_Atomic uint8_t kind; /* WF_FD_*: a hint, read and written without the lock */
 } wf_iofd_t;
+
+/* The verdict: known, and whether a call waits for readiness (no
+ * O_NONBLOCK, no timeout) in each direction. */
+enum { V_KNOWN = 1, V_IN_WAITS = 2, V_OUT_WAITS = 4 };
 
 enum { IO_IDLE = 0, IO_RUNNING, IO_FAILED };
 
@@ -112,6 +151,48 @@ static wf_iofd_t *entry(int fd, int make)
 			free(fresh); /* another waiter made it first: c is its */
 	}
 	return c ? &c[(unsigned)fd & (CHUNK - 1)] : NULL;
+}
+
+/* What a call on fd does (V_*). Raw system calls: libweft-pthread.so
+ * defines fcntl. */
+static uint8_t verdict_of(int fd)
+{
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return V_KNOWN;
+	uint8_t v = V_KNOWN | V_IN_WAITS | V_OUT_WAITS;
+	struct timeval tv;
+	socklen_t len = sizeof tv;
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+		v &= (uint8_t)~V_IN_WAITS;
+	len = sizeof tv;
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+		v &= (uint8_t)~V_OUT_WAITS;
+	return v;
+}
+
+int wf_io_kind(int fd)
+{
+	wf_iofd_t *d = fd >= 0 && (unsigned)fd < MAX_FDS ? entry(fd, 0) : NULL;
+	return d ? atomic_load_explicit(&d->kind, memory_order_relaxed) : WF_FD_UNKNOWN;
+}
+
+void wf_io_set_kind(int fd, int kind)
+{
+	wf_iofd_t *d = fd >= 0 && (unsigned)fd < MAX_FDS ? entry(fd, 1) : NULL;
+	if (d && atomic_load_explicit(&d->kind, memory_order_relaxed) != kind)
+		atomic_store_explicit(&d->kind, (uint8_t)kind, memory_order_relaxed);
+}
+
+void wf_io_forget(int fd)
+{
+	wf_iofd_t *d = fd >= 0 && (unsigned)fd < MAX_FDS ? entry(fd, 0) : NULL;
+	if (!d)
+		return;
+	wf_spin_lock(&d->lock);
+	d->verdict = 0;
+	atomic_store_explicit(&d->kind, WF_FD_UNKNOWN, memory_order_relaxed);
+	wf_spin_unlock(&d->lock);
 }
 
 /* A report: wake every waiter of fd. Never yields (the callers are
@@ -296,16 +377,32 @@ int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags)
 	if (!d)
 		return ENOMEM;
 	uint32_t in = !!(events & WF_IO_IN), out = !!(events & WF_IO_OUT);
+	int ifblocks = flags & WF_IO_IFBLOCKS;
+	flags &= ~WF_IO_IFBLOCKS;
 	wf_spin_lock(&d->lock);
 	uint32_t seq = __atomic_load_n(&d->seq, __ATOMIC_RELAXED);
 	uint32_t want = (d->n_in + in ? WF_IO_IN : 0) | (d->n_out + out ? WF_IO_OUT : 0);
-	if (!(d->n_in || d->n_out) || (d->armed & want) != want) {
+	int busy = d->n_in || d->n_out;
+	if (!busy || (d->armed & want) != want) {
 		e = io.be->arm(fd, want, &d->added);
 		if (e) {
 			wf_spin_unlock(&d->lock);
 			return e;
 		}
 		d->armed = want;
+		/* A fresh registration: maybe another file under this number. */
+		if (d->added != 2 && !busy)
+			d->verdict = 0;
+	}
+	if (ifblocks) {
+		if (!(d->verdict & V_KNOWN))
+			d->verdict = verdict_of(fd);
+		if (!(d->verdict & (in ? V_IN_WAITS : V_OUT_WAITS))) {
+			/* Armed for nothing: a report may wake nobody, which
+			 * costs nothing. */
+			wf_spin_unlock(&d->lock);
+			return WF_IO_NOWAIT;
+		}
 	}
 	d->n_in += in;
 	d->n_out += out;

@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -106,36 +107,16 @@ static int restarts(wf_ult_t *u)
 	return 1;
 }
 
-/* Does a call on fd block for direction ev: the descriptor is not
- * O_NONBLOCK, and (a socket) has no timeout for that direction? */
-static int blocks(int fd, uint32_t ev)
-{
-	long fl = syscall(SYS_fcntl, fd, F_GETFL); /* raw: fcntl is ours */
-	if (fl < 0 || (fl & O_NONBLOCK))
-		return 0;
-	struct timeval tv;
-	socklen_t len = sizeof tv;
-	int opt = ev & WF_IO_IN ? SO_RCVTIMEO : SO_SNDTIMEO;
-	if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
-		return 0;
-	return 1;
-}
-
-/* One wait of the calling ULT for fd, found not ready for ev. *checked: the
- * descriptor was found blocking (blocks()) earlier in this call. Returns 1
- * (woken: look again), 0 (make the call as it is: it returns at once, or
- * waits in the kernel, timed by it), or -1 with errno (EINTR). Acts on a
+/* One wait of the calling ULT for fd, found not ready for ev. Returns 1
+ * (woken: look again), 0 (make the call as it is: fd is non-blocking or
+ * has a timeout - the call returns at once, or the kernel times it - or
+ * the poller cannot take it), or -1 with errno (EINTR). Acts on a
  * cancellation. */
-static int wait_once(int fd, uint32_t ev, int restart, int *checked)
+static int wait_once(int fd, uint32_t ev, int restart)
 {
-	if (!*checked) {
-		if (!blocks(fd, ev))
-			return 0;
-		*checked = 1;
-	}
 	wf_ult_t *u = wf_worker_self()->current;
 	u->sig_ran = 0;
-	int e = wf_io_wait(fd, ev, 0, WF_WAIT_CANCEL);
+	int e = wf_io_wait(fd, ev, 0, WF_WAIT_CANCEL | WF_IO_IFBLOCKS);
 	switch (e) {
 	case 0:
 		return 1;
@@ -147,7 +128,7 @@ static int wait_once(int fd, uint32_t ev, int restart, int *checked)
 		errno = EINTR;
 		return -1;
 	default:
-		return 0; /* EPERM, EBADF, ENOMEM, ENOTSUP: the kernel waits */
+		return 0; /* WF_IO_NOWAIT, EPERM, EBADF, ENOMEM, ENOTSUP */
 	}
 }
 
@@ -158,11 +139,10 @@ static int await_ready(int fd, uint32_t ev)
 {
 	if (!ev || !wf_io_usable())
 		return 0;
-	int checked = 0;
 	for (;;) {
 		if (wf_io_ready(fd, ev))
 			return 0;
-		int w = wait_once(fd, ev, 1, &checked);
+		int w = wait_once(fd, ev, 1);
 		if (w <= 0)
 			return w;
 	}
@@ -191,12 +171,11 @@ static int await_ready(int fd, uint32_t ev)
 		WF_REAL(wf_f_, ssize_t, name, params)                                        \
 		wf_testcancel();                                                             \
 		if (!(fl & (MSG_DONTWAIT | MSG_WAITALL)) && wf_io_usable()) {                \
-			int wf_checked_ = 0;                                                 \
 			for (;;) {                                                           \
 				ssize_t wf_r_ = wf_f_ dontwait_args;                         \
 				if (wf_r_ >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) \
 					return wf_r_;                                        \
-				int wf_w_ = wait_once(fd, WF_IO_IN, 1, &wf_checked_);        \
+				int wf_w_ = wait_once(fd, WF_IO_IN, 1);                      \
 				if (wf_w_ < 0)                                               \
 					return -1;                                           \
 				if (wf_w_ == 0)                                              \
@@ -255,11 +234,177 @@ static uint32_t poll_dirs(short events)
 
 /* ---- the wrappers ------------------------------------------------------------ */
 
+/* read and readv on a socket are recvmsg with no flags (the kernel's
+ * sock_read_iter): on a descriptor not known to be something else, try
+ * that with MSG_DONTWAIT - raw, and no look first - and park while it
+ * would block. 1: done, *r is the result (errno set if -1); 0: no socket,
+ * or one the kernel must wait for (make the call). */
+static int sock_read(int fd, struct iovec *v, int n, ssize_t *r)
+{
+	if (!wf_io_usable() || wf_io_kind(fd) == WF_FD_OTHER)
+		return 0;
+	struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
+	for (;;) {
+		ssize_t x = syscall(SYS_recvmsg, fd, &m, MSG_DONTWAIT);
+		if (x < 0 && errno == ENOTSOCK) {
+			wf_io_set_kind(fd, WF_FD_OTHER);
+			return 0;
+		}
+		if (x >= 0 || errno != EAGAIN) {
+			*r = x;
+			return 1;
+		}
+		int w = wait_once(fd, WF_IO_IN, 1);
+		if (w < 0) {
+			*r = -1;
+			return 1;
+		}
+		if (w == 0)
+			return 0;
+	}
+}
+
 /* Descriptors: pipes, sockets, terminals, FIFOs. */
-WF_FD_CALL(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n), fd, WF_IO_IN)
-WF_FD_CALL(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), fd, WF_IO_OUT)
-WF_FD_CALL(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), fd, WF_IO_IN)
-WF_FD_CALL(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), fd, WF_IO_OUT)
+WF_PX_API ssize_t read(int fd, void *buf, size_t n)
+{
+	WF_REAL(f, ssize_t, read, (int, void *, size_t))
+	wf_testcancel();
+	struct iovec v = {buf, n};
+	ssize_t r;
+	if (sock_read(fd, &v, 1, &r))
+		return r;
+	if (await_ready(fd, WF_IO_IN) < 0)
+		return -1;
+	wf_ult_t *u = wf_section_begin();
+	r = f(fd, buf, n);
+	wf_section_end(u);
+	return r;
+}
+
+WF_PX_API ssize_t readv(int fd, const struct iovec *v, int n)
+{
+	WF_REAL(f, ssize_t, readv, (int, const struct iovec *, int))
+	wf_testcancel();
+	ssize_t r;
+	if (n >= 0 && sock_read(fd, (struct iovec *)v, n, &r))
+		return r;
+	if (await_ready(fd, WF_IO_IN) < 0)
+		return -1;
+	wf_ult_t *u = wf_section_begin();
+	r = f(fd, v, n);
+	wf_section_end(u);
+	return r;
+}
+
+/* Is fd a stream or datagram socket? (On a SOCK_SEQPACKET socket, write
+ * is sendmsg with MSG_EOR: not taken.) Learned once per descriptor. */
+static int is_stream(int fd)
+{
+	int k = wf_io_kind(fd);
+	if (k == WF_FD_UNKNOWN) {
+		int type;
+		socklen_t len = sizeof type;
+		k = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+				    (type == SOCK_STREAM || type == SOCK_DGRAM)
+			    ? WF_FD_STREAM
+			    : WF_FD_OTHER;
+		wf_io_set_kind(fd, k);
+	}
+	return k == WF_FD_STREAM;
+}
+
+/* A blocking send on a socket: sendmsg with MSG_DONTWAIT (raw), parking
+ * while it would block, until everything is sent - a blocking send does
+ * not stop short - or a signal interrupts it after part was sent (then
+ * the part's length, as the kernel does). v is changed. 1: done, *r is the
+ * result (errno set if -1); 0: make the call (fd is no socket - nothing was
+ * sent - or is one the kernel must wait for and nothing was sent). */
+static int sock_send(int fd, struct msghdr *m, int fl, ssize_t *r)
+{
+	size_t left = 0, sent = 0;
+	for (size_t i = 0; i < m->msg_iovlen; i++)
+		left += m->msg_iov[i].iov_len;
+	for (;;) {
+		ssize_t x = syscall(SYS_sendmsg, fd, m, fl | MSG_DONTWAIT);
+		if (x < 0 && errno == ENOTSOCK && !sent) {
+			wf_io_set_kind(fd, WF_FD_OTHER);
+			return 0;
+		}
+		if (x < 0 && errno != EAGAIN) {
+			*r = sent ? (ssize_t)sent : -1;
+			return 1;
+		}
+		if (x > 0) {
+			sent += (size_t)x;
+			left -= (size_t)x;
+			/* Step over what went. */
+			while (m->msg_iovlen && (size_t)x >= m->msg_iov->iov_len) {
+				x -= (ssize_t)m->msg_iov->iov_len;
+				m->msg_iov++;
+				m->msg_iovlen--;
+			}
+			if (m->msg_iovlen) {
+				m->msg_iov->iov_base = (char *)m->msg_iov->iov_base + x;
+				m->msg_iov->iov_len -= (size_t)x;
+			}
+		}
+		if (!left) {
+			*r = (ssize_t)sent;
+			return 1;
+		}
+		int w = wait_once(fd, WF_IO_OUT, 1);
+		if (w < 0 || (w == 0 && sent)) {
+			/* Interrupted, or non-blocking or timed after a part: the
+			 * part, as the kernel would answer. */
+			*r = sent ? (ssize_t)sent : -1;
+			return 1;
+		}
+		if (w == 0)
+			return 0;
+	}
+}
+
+/* Most iovecs a writev sends this way (a copy on the stack). */
+#define SEND_IOV_MAX 8
+
+WF_PX_API ssize_t write(int fd, const void *buf, size_t n)
+{
+	WF_REAL(f, ssize_t, write, (int, const void *, size_t))
+	wf_testcancel();
+	ssize_t r;
+	if (wf_io_usable() && is_stream(fd)) {
+		struct iovec v = {(void *)buf, n};
+		struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+		if (sock_send(fd, &m, 0, &r))
+			return r;
+	} else if (await_ready(fd, WF_IO_OUT) < 0) {
+		return -1;
+	}
+	wf_ult_t *u = wf_section_begin();
+	r = f(fd, buf, n);
+	wf_section_end(u);
+	return r;
+}
+
+WF_PX_API ssize_t writev(int fd, const struct iovec *v, int n)
+{
+	WF_REAL(f, ssize_t, writev, (int, const struct iovec *, int))
+	wf_testcancel();
+	ssize_t r;
+	if (n >= 0 && n <= SEND_IOV_MAX && wf_io_usable() && is_stream(fd)) {
+		struct iovec c[SEND_IOV_MAX];
+		memcpy(c, v, (size_t)n * sizeof *v);
+		struct msghdr m = {.msg_iov = c, .msg_iovlen = (size_t)n};
+		if (sock_send(fd, &m, 0, &r))
+			return r;
+	} else if (await_ready(fd, WF_IO_OUT) < 0) {
+		return -1;
+	}
+	wf_ult_t *u = wf_section_begin();
+	r = f(fd, v, n);
+	wf_section_end(u);
+	return r;
+}
 /* Files: a pread or pwrite needs a seekable descriptor, always ready. */
 WF_BLOCKING(1, ssize_t, pread, (int fd, void *buf, size_t n, off_t o), (fd, buf, n, o))
 WF_BLOCKING(1, ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t o), (fd, buf, n, o))
@@ -270,13 +415,34 @@ WF_RECV(recv, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl),
 WF_RECV(recvfrom, (int fd, void *buf, size_t n, int fl, struct sockaddr *a, socklen_t *al),
 	(fd, buf, n, fl, a, al), (fd, buf, n, fl | MSG_DONTWAIT, a, al))
 WF_RECV(recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl), (fd, m, fl | MSG_DONTWAIT))
-/* A blocking send sends everything: with MSG_DONTWAIT it would stop
- * short, so it waits for room first instead. */
-WF_FD_CALL(ssize_t, send, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl), fd,
-	   fl &MSG_DONTWAIT ? 0 : WF_IO_OUT)
-WF_FD_CALL(ssize_t, sendto,
-	   (int fd, const void *buf, size_t n, int fl, const struct sockaddr *a, socklen_t al),
-	   (fd, buf, n, fl, a, al), fd, fl &MSG_DONTWAIT ? 0 : WF_IO_OUT)
+/* send and sendto: a blocking send sends everything (sock_send). */
+WF_PX_API ssize_t sendto(int fd, const void *buf, size_t n, int fl, const struct sockaddr *a,
+			 socklen_t al)
+{
+	WF_REAL(f, ssize_t, sendto,
+		(int, const void *, size_t, int, const struct sockaddr *, socklen_t))
+	wf_testcancel();
+	ssize_t r;
+	if (!(fl & MSG_DONTWAIT) && wf_io_usable()) {
+		struct iovec v = {(void *)buf, n};
+		struct msghdr m = {.msg_name = (void *)a,
+				   .msg_namelen = a ? al : 0,
+				   .msg_iov = &v,
+				   .msg_iovlen = 1};
+		if (sock_send(fd, &m, fl, &r))
+			return r;
+	}
+	wf_ult_t *u = wf_section_begin();
+	r = f(fd, buf, n, fl, a, al);
+	wf_section_end(u);
+	return r;
+}
+
+WF_PX_API ssize_t send(int fd, const void *buf, size_t n, int fl)
+{
+	return sendto(fd, buf, n, fl, NULL, 0);
+}
+
 WF_FD_CALL(ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl), fd,
 	   fl &MSG_DONTWAIT ? 0 : WF_IO_OUT)
 WF_FD_CALL(int, accept, (int fd, struct sockaddr *a, socklen_t *al), (fd, a, al), fd, WF_IO_IN)
@@ -454,6 +620,11 @@ WF_PX_API int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *); /* every fcntl argument fits a pointer's slot */
 	va_end(ap);
+	if (cmd == F_SETFL) {
+		int r = f(fd, cmd, arg);
+		wf_io_forget(fd); /* O_NONBLOCK may have changed */
+		return r;
+	}
 	if (cmd != F_SETLKW && cmd != F_OFD_SETLKW)
 		return f(fd, cmd, arg);
 	wf_testcancel();
@@ -463,3 +634,60 @@ WF_PX_API int fcntl(int fd, int cmd, ...)
 	return r;
 }
 WF_PX_API int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+/* ---- what the poller must forget ------------------------------------------------ */
+
+/* The poller remembers whether a descriptor blocks and whether it is a
+ * socket (src/io/poller.c, "What a descriptor does"): the calls that
+ * change that, or that end or replace the descriptor, make it forget. */
+WF_PX_API int close(int fd)
+{
+	WF_REAL(f, int, close, (int))
+	wf_testcancel();
+	int r = f(fd);
+	wf_io_forget(fd);
+	return r;
+}
+
+WF_PX_API int dup2(int old, int fd)
+{
+	WF_REAL(f, int, dup2, (int, int))
+	int r = f(old, fd);
+	wf_io_forget(fd);
+	return r;
+}
+
+WF_PX_API int dup3(int old, int fd, int fl)
+{
+	WF_REAL(f, int, dup3, (int, int, int))
+	int r = f(old, fd, fl);
+	wf_io_forget(fd);
+	return r;
+}
+
+WF_PX_API int setsockopt(int fd, int level, int opt, const void *v, socklen_t len)
+{
+	WF_REAL(f, int, setsockopt, (int, int, int, const void *, socklen_t))
+	int r = f(fd, level, opt, v, len);
+	if (level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO
+#ifdef SO_RCVTIMEO_NEW
+				    || opt == SO_RCVTIMEO_NEW || opt == SO_SNDTIMEO_NEW
+#endif
+				    ))
+		wf_io_forget(fd);
+	return r;
+}
+
+/* ioctl is variadic, and its argument fits a pointer's slot. */
+WF_PX_API int ioctl(int fd, unsigned long req, ...)
+{
+	WF_REAL(f, int, ioctl, (int, unsigned long, ...))
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	int r = f(fd, req, arg);
+	if (req == FIONBIO)
+		wf_io_forget(fd);
+	return r;
+}
