@@ -164,12 +164,16 @@ static int await_ready(int fd, uint32_t ev)
 	}
 
 /* recv and its kin: try the call with MSG_DONTWAIT first, which costs no
- * look (unless the program asked for MSG_WAITALL or MSG_DONTWAIT itself). */
+ * look. With MSG_WAITALL, park until something came, then the call in a
+ * section (the rest may come later); with MSG_DONTWAIT, just the call. */
 #define WF_RECV(name, params, args, dontwait_args)                                           \
 	WF_PX_API ssize_t name params                                                        \
 	{                                                                                    \
 		WF_REAL(wf_f_, ssize_t, name, params)                                        \
 		wf_testcancel();                                                             \
+		if ((fl & (MSG_DONTWAIT | MSG_WAITALL)) == MSG_WAITALL &&                    \
+		    await_ready(fd, WF_IO_IN) < 0)                                           \
+			return -1;                                                           \
 		if (!(fl & (MSG_DONTWAIT | MSG_WAITALL)) && wf_io_usable()) {                \
 			for (;;) {                                                           \
 				ssize_t wf_r_ = wf_f_ dontwait_args;                         \
