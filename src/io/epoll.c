@@ -57,11 +57,18 @@ static int ep_open(void)
 
 static int ep_arm(int fd, uint32_t events, int *added)
 {
-	struct epoll_event ev = {.events = EPOLLONESHOT | EPOLLRDHUP, .data.fd = fd};
+	/* Exactly what is waited for: a report the waiter does not find true
+	 * when it looks again (EPOLLPRI for a read) would make it arm again
+	 * at once, and again. */
+	struct epoll_event ev = {.events = EPOLLONESHOT, .data.fd = fd};
 	if (events & WF_IO_IN)
-		ev.events |= EPOLLIN | EPOLLPRI;
+		ev.events |= EPOLLIN;
 	if (events & WF_IO_OUT)
 		ev.events |= EPOLLOUT;
+	if (events & WF_IO_PRI)
+		ev.events |= EPOLLPRI;
+	if (events & WF_IO_RDHUP)
+		ev.events |= EPOLLRDHUP;
 	/* MOD first when fd was added before; the descriptor may have been
 	 * closed since (the kernel drops it from the instance then) and its
 	 * number reused: then ENOENT, and ADD. The other way round, EEXIST. */

@@ -9,7 +9,10 @@
 #include "sched/sched.h"
 
 /* What a wait is for: a direction of the descriptor. */
-enum { WF_IO_IN = 1, WF_IO_OUT = 2 };
+/* What a wait is for (poll's classes: POLLIN, POLLOUT, POLLPRI, POLLRDHUP;
+ * errors and hang-ups are always reported). */
+enum { WF_IO_IN = 1, WF_IO_OUT = 2, WF_IO_PRI = 4, WF_IO_RDHUP = 8 };
+#define WF_IO_KINDS 4
 
 #define WF_IO_BATCH 32 /* reports taken per wait (on the caller's stack) */
 
@@ -24,7 +27,7 @@ typedef struct wf_io_backend {
 	const char *name;
 	/* Make the instance. 0 or an errno value. */
 	int (*open)(void);
-	/* Report fd once when it is ready for `events` (WF_IO_IN|WF_IO_OUT)
+	/* Report fd once when it is ready for `events` (WF_IO_*)
 	 * or in error, replacing what was asked before for fd (one shot: after
 	 * the report, nothing until the next arm). *added: fd may be in the
 	 * instance already (a hint the backend keeps up to date): on success
@@ -46,8 +49,7 @@ typedef struct wf_io_backend {
 
 WF_HIDDEN extern const wf_io_backend_t wf_io_epoll;
 
-/* The calling ULT waits until fd may be ready for `events` (WF_IO_IN,
- * WF_IO_OUT or both), until deadline_ns (CLOCK_MONOTONIC; 0: none), or
+/* The calling ULT waits until fd may be ready for `events` (WF_IO_*), until deadline_ns (CLOCK_MONOTONIC; 0: none), or
  * (flags & WF_WAIT_CANCEL) until it is cancelled; flags as wf_wait's
  * (sync/wait.h). The worker runs other ULTs meanwhile. Returns 0 (an event
  * came for fd, maybe for the other direction, or raced with the call: look
@@ -78,6 +80,21 @@ WF_HIDDEN void wf_io_set_kind(int fd, int kind);
  * ioctl FIONBIO, setsockopt), or closed or replaced it (close, dup2):
  * forget what was learned of it. */
 WF_HIDDEN void wf_io_forget(int fd);
+/* One descriptor of a wait for several (wf_io_wait_many): the caller
+ * fills fd and events; the rest is the poller's while the wait lasts. */
+typedef struct wf_iolink {
+	int fd;
+	uint32_t events; /* WF_IO_* */
+	struct wf_iolink *next, *prev;
+	uint32_t *word;
+} wf_iolink_t;
+/* The calling ULT waits until any of n descriptors may be ready, as
+ * wf_io_wait does for one (poll and select of several). Returns 0, ETIMEDOUT,
+ * ECANCELED, EINTR, or (nothing waited for) EPERM, EBADF, ENOMEM, ENOTSUP
+ * (also for an fd < 0 or no events: leave those out). links stay the
+ * caller's, untouched once it returns. n may be 0: a sleep until the
+ * deadline. */
+WF_HIDDEN int wf_io_wait_many(wf_iolink_t *links, int n, uint64_t deadline_ns, int flags);
 /* Is the poller there for the calling context (a ULT on a worker, the
  * poller not off)? */
 WF_HIDDEN int wf_io_usable(void);

@@ -104,12 +104,14 @@
 
 typedef struct wf_iofd {
 	wf_spinlock_t lock;
-	uint32_t seq;         /* bumped by each report; waited on */
-	uint32_t n_in, n_out; /* ULTs waiting per direction; under lock */
-	uint32_t armed;       /* WF_IO_* of the registration not yet reported; under lock */
-	int added;            /* the backend's hint (io.h, arm); under lock */
-	uint8_t verdict;      /* V_*: what a call on it does; under lock */
-	_Atomic uint8_t kind; /* WF_FD_*: a hint, read and written without the lock */
+	uint32_t seq;            /* bumped by each report; waited on */
+	uint32_t n[WF_IO_KINDS]; /* ULTs waiting per kind (bit i of WF_IO_*); under lock */
+	uint32_t armed;          /* WF_IO_* of the registration not yet reported; under lock */
+	int added;               /* the backend's hint (io.h, arm); under lock */
+	uint8_t verdict;         /* V_*: what a call on it does; under lock */
+	_Atomic uint8_t kind;    /* WF_FD_*: a hint, read and written without the lock */
+	struct wf_iolink *links; /* waits for several descriptors (wf_io_wait_many) that
+	                            include this one; under lock */
 } wf_iofd_t;
 
 /* The verdict: known, and whether a call waits for readiness (no
@@ -205,6 +207,12 @@ static void report(int fd)
 	wf_spin_lock(&d->lock);
 	__atomic_fetch_add(&d->seq, 1, __ATOMIC_SEQ_CST);
 	d->armed = 0;
+	/* A wait for several descriptors takes its link out under this lock
+	 * before it returns: its word is alive while the link is here. */
+	for (wf_iolink_t *l = d->links; l; l = l->next) {
+		__atomic_fetch_add(l->word, 1, __ATOMIC_SEQ_CST);
+		wf_wake_noresched(l->word, 1);
+	}
 	wf_spin_unlock(&d->lock);
 	wf_wake_noresched(&d->seq, INT_MAX);
 }
@@ -364,6 +372,107 @@ int wf_io_ready(int fd, uint32_t events)
 	return syscall(SYS_ppoll, &p, 1, &zero, NULL, 8) != 0;
 }
 
+/* Make the registration of fd cover the waiters it has and one more, for
+ * events. Under d->lock. 0 or the backend's error. */
+static int arm_for(wf_iofd_t *d, int fd, uint32_t events)
+{
+	uint32_t want = 0;
+	int busy = 0;
+	for (int i = 0; i < WF_IO_KINDS; i++) {
+		busy |= d->n[i] != 0;
+		if (d->n[i] || (events & (1u << i)))
+			want |= 1u << i;
+	}
+	if (busy && (d->armed & want) == want)
+		return 0;
+	int e = io.be->arm(fd, want, &d->added);
+	if (e)
+		return e;
+	d->armed = want;
+	/* A fresh registration: maybe another file under this number. */
+	if (d->added != 2 && !busy)
+		d->verdict = 0;
+	return 0;
+}
+
+/* Count a waiter for events in (+1) or out (-1). Under d->lock. */
+static void count(wf_iofd_t *d, uint32_t events, int by)
+{
+	for (int i = 0; i < WF_IO_KINDS; i++)
+		if (events & (1u << i))
+			d->n[i] += (uint32_t)by;
+}
+
+/* A ULT counts in as waiting: the loops take reports while any waits, and
+ * the watchdog wakes for the first. */
+static void count_in(void)
+{
+	if (atomic_fetch_add_explicit(&wf_poll_waiting, 1, memory_order_seq_cst) == 0 &&
+	    atomic_load_explicit(&io.idle, memory_order_seq_cst) &&
+	    atomic_exchange_explicit(&io.idle, 0, memory_order_relaxed))
+		wf_futex_wake(&io.idle, 1);
+}
+
+/* Take link l (for fd, registered) out of its entry's list. */
+static void unlink_one(wf_iolink_t *l)
+{
+	wf_iofd_t *d = entry(l->fd, 0);
+	wf_spin_lock(&d->lock);
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		d->links = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	count(d, l->events, -1);
+	wf_spin_unlock(&d->lock);
+}
+
+int wf_io_wait_many(wf_iolink_t *links, int n, uint64_t deadline_ns, int flags)
+{
+	for (int i = 0; i < n; i++)
+		if (links[i].fd < 0 || (unsigned)links[i].fd >= MAX_FDS || !links[i].events)
+			return links[i].fd < 0 ? EBADF : ENOTSUP;
+	int e = start();
+	if (e)
+		return e;
+	uint32_t word = 0;
+	int linked = 0;
+	for (; linked < n; linked++) {
+		wf_iolink_t *l = &links[linked];
+		wf_iofd_t *d = entry(l->fd, 1);
+		if (!d) {
+			e = ENOMEM;
+			break;
+		}
+		l->word = &word;
+		wf_spin_lock(&d->lock);
+		e = arm_for(d, l->fd, l->events);
+		if (!e) {
+			count(d, l->events, 1);
+			l->prev = NULL;
+			l->next = d->links;
+			if (d->links)
+				d->links->prev = l;
+			d->links = l;
+		}
+		wf_spin_unlock(&d->lock);
+		if (e)
+			break;
+	}
+	int rc = e;
+	if (!e) {
+		count_in();
+		rc = wf_wait(&word, 0, deadline_ns, flags | WF_WAIT_FOR(WF_BLOCK_IO));
+		atomic_fetch_sub_explicit(&wf_poll_waiting, 1, memory_order_relaxed);
+		if (rc == EAGAIN)
+			rc = 0; /* a report came before the wait */
+	}
+	while (linked > 0)
+		unlink_one(&links[--linked]);
+	return rc;
+}
+
 int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags)
 {
 	if (fd < 0)
@@ -376,48 +485,33 @@ int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags)
 	wf_iofd_t *d = entry(fd, 1);
 	if (!d)
 		return ENOMEM;
-	uint32_t in = !!(events & WF_IO_IN), out = !!(events & WF_IO_OUT);
 	int ifblocks = flags & WF_IO_IFBLOCKS;
 	flags &= ~WF_IO_IFBLOCKS;
 	wf_spin_lock(&d->lock);
 	uint32_t seq = __atomic_load_n(&d->seq, __ATOMIC_RELAXED);
-	uint32_t want = (d->n_in + in ? WF_IO_IN : 0) | (d->n_out + out ? WF_IO_OUT : 0);
-	int busy = d->n_in || d->n_out;
-	if (!busy || (d->armed & want) != want) {
-		e = io.be->arm(fd, want, &d->added);
-		if (e) {
-			wf_spin_unlock(&d->lock);
-			return e;
-		}
-		d->armed = want;
-		/* A fresh registration: maybe another file under this number. */
-		if (d->added != 2 && !busy)
-			d->verdict = 0;
+	if ((e = arm_for(d, fd, events)) != 0) {
+		wf_spin_unlock(&d->lock);
+		return e;
 	}
 	if (ifblocks) {
 		if (!(d->verdict & V_KNOWN))
 			d->verdict = verdict_of(fd);
-		if (!(d->verdict & (in ? V_IN_WAITS : V_OUT_WAITS))) {
+		if (!(d->verdict & (events & WF_IO_OUT ? V_OUT_WAITS : V_IN_WAITS))) {
 			/* Armed for nothing: a report may wake nobody, which
 			 * costs nothing. */
 			wf_spin_unlock(&d->lock);
 			return WF_IO_NOWAIT;
 		}
 	}
-	d->n_in += in;
-	d->n_out += out;
+	count(d, events, 1);
 	wf_spin_unlock(&d->lock);
-	if (atomic_fetch_add_explicit(&wf_poll_waiting, 1, memory_order_seq_cst) == 0 &&
-	    atomic_load_explicit(&io.idle, memory_order_seq_cst) &&
-	    atomic_exchange_explicit(&io.idle, 0, memory_order_relaxed))
-		wf_futex_wake(&io.idle, 1);
+	count_in();
 
 	int rc = wf_wait(&d->seq, seq, deadline_ns, flags | WF_WAIT_FOR(WF_BLOCK_IO));
 
 	atomic_fetch_sub_explicit(&wf_poll_waiting, 1, memory_order_relaxed);
 	wf_spin_lock(&d->lock);
-	d->n_in -= in;
-	d->n_out -= out;
+	count(d, events, -1);
 	wf_spin_unlock(&d->lock);
 	return rc == EAGAIN ? 0 : rc; /* EAGAIN: a report came before the wait */
 }

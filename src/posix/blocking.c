@@ -229,11 +229,76 @@ static int await_ready(int fd, uint32_t ev)
 		return wf_r_;                                                                \
 	} while (0)
 
-/* poll's events as the poller's directions; 0 if it waits for neither. */
+/* poll's events as the poller's (src/io/io.h): 0 if there are none, or
+ * some it does not wait for (POLLRDBAND, POLLWRBAND: then the call is made
+ * in a section). */
 static uint32_t poll_dirs(short events)
 {
-	return (events & (POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND | POLLRDHUP) ? WF_IO_IN : 0) |
-	       (events & (POLLOUT | POLLWRNORM | POLLWRBAND) ? WF_IO_OUT : 0);
+	if (events & (POLLRDBAND | POLLWRBAND))
+		return 0;
+	return (events & (POLLIN | POLLRDNORM) ? WF_IO_IN : 0) |
+	       (events & (POLLOUT | POLLWRNORM) ? WF_IO_OUT : 0) |
+	       (events & POLLPRI ? WF_IO_PRI : 0) | (events & POLLRDHUP ? WF_IO_RDHUP : 0);
+}
+
+/* Most descriptors a poll or select waits for on the poller (the links
+ * are on the ULT's stack); more: in a section. */
+#define POLL_MANY_MAX 64
+
+/* poll of p[0..n) on the poller, until deadline (0: none): look with a
+ * zero timeout, park on every descriptor, look again. The poll result (0:
+ * the deadline passed), -1 with errno (EINTR: never restarted, signal(7);
+ * or the look's error), or -2: the poller cannot take these (make the
+ * call in a section with the time left). Acts on a cancellation. */
+static int poll_park(struct pollfd *p, nfds_t n, uint64_t deadline)
+{
+	wf_iolink_t l[POLL_MANY_MAX];
+	if (n > POLL_MANY_MAX)
+		return -2;
+	for (;;) {
+		struct timespec zero = {0, 0};
+		long r = syscall(SYS_ppoll, p, n, &zero, NULL, 8); /* raw: ppoll is ours */
+		if (r != 0)
+			return (int)r;
+		int k = 0;
+		for (nfds_t i = 0; i < n; i++) {
+			if (p[i].fd < 0)
+				continue; /* poll ignores it */
+			if (!(l[k].events = poll_dirs(p[i].events)))
+				return -2;
+			l[k++].fd = p[i].fd;
+		}
+		switch (wf_io_wait_many(l, k, deadline, WF_WAIT_CANCEL)) {
+		case 0:
+			continue;
+		case ETIMEDOUT:
+			return 0;
+		case ECANCELED:
+			wf_cancel_act(); /* no return */
+		case EINTR:
+			errno = EINTR;
+			return -1;
+		default:
+			return -2;
+		}
+	}
+}
+
+/* What is left until deadline, as poll's milliseconds rounded up (-1: no
+ * deadline). */
+static int ms_left(uint64_t deadline)
+{
+	if (!deadline)
+		return -1;
+	uint64_t now = wf_now_ns();
+	uint64_t left = now >= deadline ? 0 : (deadline - now + 999999u) / 1000000u;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* A timeout in ms (negative: none) as a deadline (0: none). */
+static uint64_t ms_deadline(int ms)
+{
+	return ms < 0 ? 0 : wf_now_ns() + (uint64_t)ms * 1000000u;
 }
 
 /* ---- the wrappers ------------------------------------------------------------ */
@@ -456,16 +521,19 @@ WF_FD_CALL(int, accept4, (int fd, struct sockaddr *a, socklen_t *al, int fl), (f
  * socket non-blocking, which other processes sharing it would see. */
 WF_BLOCKING(1, int, connect, (int fd, const struct sockaddr *a, socklen_t al), (fd, a, al))
 
-/* Waiting for descriptors: one descriptor on the poller; more, or a
- * signal mask to install for the wait, in a section. */
+/* Waiting for descriptors: on the poller (up to POLL_MANY_MAX of them);
+ * with a signal mask to install for the wait, in a section. */
 WF_PX_API int poll(struct pollfd *p, nfds_t n, int ms)
 {
 	WF_REAL(f, int, poll, (struct pollfd *, nfds_t, int))
 	wf_testcancel();
-	if (n == 1 && p && p->fd >= 0 && ms != 0 && poll_dirs(p->events) && wf_io_usable()) {
-#define POLL_REST(left) f(p, 1, left)
-		WF_TIMED_BODY(p->fd, poll_dirs(p->events), ms, f(p, 1, 0), POLL_REST);
-#undef POLL_REST
+	uint64_t deadline = 0;
+	if (ms != 0 && p && wf_io_usable()) {
+		deadline = ms_deadline(ms);
+		int r = poll_park(p, n, deadline);
+		if (r != -2)
+			return r;
+		ms = ms_left(deadline);
 	}
 	wf_ult_t *u = wf_section_begin();
 	int r = f(p, n, ms);
@@ -495,14 +563,17 @@ WF_PX_API int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const 
 	WF_REAL(f, int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *))
 	wf_testcancel();
 	int ms;
-	if (!m && n == 1 && p && p->fd >= 0 && poll_dirs(p->events) && ts_ms(t, &ms) == 0 &&
-	    ms != 0 && wf_io_usable()) {
-		static const struct timespec zero = {0, 0};
-#define PPOLL_REST(left)                                                                           \
-	f(p, 1, (left) < 0 ? NULL : &(struct timespec){(left) / 1000, ((left) % 1000) * 1000000L}, \
-	  NULL)
-		WF_TIMED_BODY(p->fd, poll_dirs(p->events), ms, f(p, 1, &zero, NULL), PPOLL_REST);
-#undef PPOLL_REST
+	if (!m && p && ts_ms(t, &ms) == 0 && ms != 0 && wf_io_usable()) {
+		uint64_t deadline = ms_deadline(ms);
+		int r = poll_park(p, n, deadline);
+		if (r != -2)
+			return r;
+		int left = ms_left(deadline);
+		struct timespec rest = {left / 1000, (left % 1000) * 1000000L};
+		wf_ult_t *u = wf_section_begin();
+		r = f(p, n, left < 0 ? NULL : &rest, NULL);
+		wf_section_end(u);
+		return r;
 	}
 	wf_ult_t *u = wf_section_begin();
 	int r = f(p, n, t, m);
@@ -510,11 +581,140 @@ WF_PX_API int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const 
 	return r;
 }
 
-WF_BLOCKING(1, int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
-	    (n, r, w, e, t))
-WF_BLOCKING(1, int, pselect,
-	    (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *m),
-	    (n, r, w, e, t, m))
+/* select as a poll of the descriptors in its sets (up to POLL_MANY_MAX),
+ * on the poller; the sets and, as Linux does, the timeout are written
+ * back. 1: done (*res, errno), 0: make the call (in a section). */
+static int select_park(int n, fd_set *r, fd_set *w, fd_set *e, uint64_t deadline, int *res)
+{
+	if (n < 0 || n > FD_SETSIZE)
+		return 0;
+	struct pollfd p[POLL_MANY_MAX];
+	int k = 0;
+	for (int fd = 0; fd < n; fd++) {
+		short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) |
+				   (w && FD_ISSET(fd, w) ? POLLOUT : 0) |
+				   (e && FD_ISSET(fd, e) ? POLLPRI : 0));
+		if (!ev)
+			continue;
+		if (k == POLL_MANY_MAX)
+			return 0;
+		p[k].fd = fd;
+		p[k].events = ev;
+		p[k++].revents = 0;
+	}
+	int x = poll_park(p, (nfds_t)k, deadline);
+	if (x == -2)
+		return 0;
+	if (x < 0) {
+		*res = -1;
+		return 1;
+	}
+	for (int i = 0; i < k; i++)
+		if (p[i].revents & POLLNVAL) {
+			errno = EBADF; /* select's answer to a descriptor not open */
+			*res = -1;
+			return 1;
+		}
+	/* select's count: every set bit that is ready. */
+	int count = 0;
+	for (int i = 0; i < k; i++) {
+		int fd = p[i].fd;
+		short rv = p[i].revents;
+		if (r && FD_ISSET(fd, r) && !(rv & (POLLIN | POLLHUP | POLLERR)))
+			FD_CLR(fd, r);
+		else if (r && FD_ISSET(fd, r))
+			count++;
+		if (w && FD_ISSET(fd, w) && !(rv & (POLLOUT | POLLERR)))
+			FD_CLR(fd, w);
+		else if (w && FD_ISSET(fd, w))
+			count++;
+		if (e && FD_ISSET(fd, e) && !(rv & POLLPRI))
+			FD_CLR(fd, e);
+		else if (e && FD_ISSET(fd, e))
+			count++;
+	}
+	*res = count;
+	return 1;
+}
+
+WF_PX_API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+{
+	WF_REAL(f, int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *))
+	wf_testcancel();
+	if (wf_io_usable() && (!t || ((t->tv_sec || t->tv_usec) && t->tv_sec >= 0 &&
+				      t->tv_usec >= 0 && t->tv_usec < 1000000))) {
+		uint64_t deadline = t ? wf_now_ns() + (uint64_t)t->tv_sec * 1000000000u +
+						    (uint64_t)t->tv_usec * 1000u
+				      : 0;
+		fd_set r0, w0, e0;
+		if (r)
+			r0 = *r;
+		if (w)
+			w0 = *w;
+		if (e)
+			e0 = *e;
+		int res;
+		if (select_park(n, r, w, e, deadline, &res)) {
+			if (t) {
+				uint64_t now = wf_now_ns(),
+					 left = now < deadline ? deadline - now : 0;
+				t->tv_sec = (time_t)(left / 1000000000u);
+				t->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
+			}
+			return res;
+		}
+		/* Not for the poller: the sets as they came, in a section. */
+		if (r)
+			*r = r0;
+		if (w)
+			*w = w0;
+		if (e)
+			*e = e0;
+		if (t) {
+			uint64_t now = wf_now_ns(), left = now < deadline ? deadline - now : 0;
+			t->tv_sec = (time_t)(left / 1000000000u);
+			t->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
+		}
+	}
+	wf_ult_t *u = wf_section_begin();
+	int x = f(n, r, w, e, t);
+	wf_section_end(u);
+	return x;
+}
+
+WF_PX_API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+		      const sigset_t *m)
+{
+	WF_REAL(f, int, pselect,
+		(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *))
+	wf_testcancel();
+	int ms;
+	if (!m && wf_io_usable() && ts_ms(t, &ms) == 0 && ms != 0) {
+		uint64_t deadline =
+			t ? wf_now_ns() + (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec
+			  : 0;
+		fd_set r0, w0, e0;
+		if (r)
+			r0 = *r;
+		if (w)
+			w0 = *w;
+		if (e)
+			e0 = *e;
+		int res;
+		if (select_park(n, r, w, e, deadline, &res))
+			return res;
+		if (r)
+			*r = r0;
+		if (w)
+			*w = w0;
+		if (e)
+			*e = e0;
+	}
+	wf_ult_t *u = wf_section_begin();
+	int x = f(n, r, w, e, t, m);
+	wf_section_end(u);
+	return x;
+}
 
 /* An epoll descriptor is itself readable while it has events ready. */
 WF_PX_API int epoll_wait(int fd, struct epoll_event *ev, int n, int ms)
