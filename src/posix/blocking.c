@@ -3,7 +3,7 @@
  *
  * Two ways, by what the call waits for:
  *
- *   a descriptor   read, write, recv, send, accept, poll of one descriptor,
+ *   a descriptor   read, write, recv, send, accept, poll, select,
  *                  epoll_wait and their kin. On a ULT, with the poller on
  *                  (src/io/poller.c): look at the descriptor first - a poll
  *                  with no timeout, or for recv* the call itself with
