@@ -565,6 +565,9 @@ static int kernel_wait(int fd, short events, uint64_t deadline)
 		long r = syscall(SYS_ppoll, &p, 1, relp, NULL, 8);
 		int e = errno;
 		wf_section_end(u);
+		/* A cancellation that came while it was in the kernel is acted
+		 * on now: a section is not interrupted by one. */
+		wf_testcancel();
 		if (r > 0)
 			return p.revents & POLLNVAL ? EBADF : 0;
 		if (r < 0 && e == EINTR)

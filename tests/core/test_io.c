@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,14 +70,14 @@ static int wait_for(int fd, short events, uint64_t ns)
 }
 
 /* weft_config_init's values (the variant's scheduler and context) with
- * `workers` workers and the I/O kind `io` (0: the default). */
+ * `workers` workers and the I/O kind `io` (0: the poller, whatever WEFT_IO
+ * says). */
 static void init_with(int workers, int io)
 {
 	weft_config_t c;
 	WT_OK(weft_config_init(&c));
 	c.workers = workers;
-	if (io)
-		c.io = io;
+	c.io = io ? io : WEFT_IO_POLL;
 	WT_OK(weft_init(&c));
 }
 
@@ -88,9 +90,11 @@ static void write_all(int fd, const void *buf, size_t n)
 	WT_EQ(r, (ssize_t)n);
 }
 
+/* Non-blocking, so that a read after a wait that wrongly said "ready"
+ * fails with EAGAIN instead of blocking the only worker. */
 static void make_pipe(int p[2])
 {
-	WT_OK(pipe(p));
+	WT_OK(pipe2(p, O_NONBLOCK));
 }
 
 static void close_pipe(int p[2])
@@ -121,6 +125,11 @@ static uint64_t handovers_of(int worker)
 	weft_worker_stats_t st;
 	WT_OK(weft_worker_stats(worker, &st));
 	return st.handovers;
+}
+
+static void *return_arg(void *arg)
+{
+	return arg;
 }
 
 /* ---- ready at once --------------------------------------------------------- */
@@ -311,6 +320,12 @@ static void test_thousand_waiters_on_one_worker(void **state)
 			wt_skip("cannot raise RLIMIT_NOFILE to %llu: %s", (unsigned long long)need,
 				strerror(errno));
 	}
+	/* ThreadSanitizer starts a thread of its own at the first
+	 * pthread_create of a process (of this forked test process too): let
+	 * that happen before counting. */
+	pthread_t first;
+	WT_OK(pthread_create(&first, NULL, return_arg, NULL));
+	WT_OK(pthread_join(first, NULL));
 	int before = kernel_threads();
 	init_with(1, 0);
 	many.pipes = calloc(MANY, sizeof *many.pipes);
@@ -340,6 +355,14 @@ static void test_thousand_waiters_on_one_worker(void **state)
 		close_pipe(many.pipes[i]);
 	free(many.pipes);
 	WT_OK(weft_shutdown());
+	/* The poller's thread ends at weft_shutdown, like the rest. */
+	uint64_t deadline = wt_now_ns() + 5000 * MS;
+	int now = kernel_threads();
+	while (now != before && wt_now_ns() < deadline) {
+		weft_yield(); /* sched_yield: the runtime is down */
+		now = kernel_threads();
+	}
+	WT_EQ(now, before);
 }
 
 /* ---- deadlines --------------------------------------------------------- */
@@ -348,8 +371,10 @@ static void check_timeout_on(clockid_t clock, const char *name)
 {
 	int p[2];
 	make_pipe(p);
-	struct timespec t = after_ns(clock, 50 * MS);
+	/* t0 first: the deadline is 50 ms from a moment after it, so the
+	 * wait lasts at least 50 ms from t0. */
 	uint64_t t0 = wt_now_ns();
+	struct timespec t = after_ns(clock, 50 * MS);
 	int rc = weft_fd_wait(p[0], POLLIN, clock, &t);
 	uint64_t took = wt_now_ns() - t0;
 	printf("[          ] %s: ETIMEDOUT after %.3f ms (deadline 50 ms)\n", name,
@@ -562,7 +587,7 @@ static void *full_drainer(void *arg)
 static void test_full_pipe_wakes_writer_when_drained(void **state)
 {
 	init_with(1, 0);
-	WT_OK(pipe2(full.pipe, O_NONBLOCK));
+	make_pipe(full.pipe);
 	char buf[4096] = {0};
 	ssize_t filled = 0, r;
 	while ((r = write(full.pipe[1], buf, sizeof buf)) > 0)
@@ -641,6 +666,82 @@ static void test_two_directions_on_one_descriptor(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* A wait of `ms` on fd for events that are not ready: ETIMEDOUT, and the
+ * waiter parked a few times at most (a report it did not wait for, taken
+ * as a reason to look again and arm again at once, would make it park and
+ * wake over and over: a busy loop). */
+static void check_parks_quietly(int fd, short events, const char *what)
+{
+	weft_worker_stats_t s0, s1;
+	WT_OK(weft_worker_stats(0, &s0));
+	uint64_t t0 = wt_now_ns();
+	int rc = wait_for(fd, events, 100 * MS);
+	uint64_t took = wt_now_ns() - t0;
+	WT_OK(weft_worker_stats(0, &s1));
+	printf("[          ] %s: %s after %.1f ms, %llu park(s), %llu switch(es)\n", what,
+	       wt_errname(rc), (double)took / 1e6, (unsigned long long)(s1.parks - s0.parks),
+	       (unsigned long long)(s1.switches - s0.switches));
+	WT_ERR(rc, ETIMEDOUT);
+	WT_TRUE(s1.parks - s0.parks < 20,
+		"%s: the waiter parked %llu times in 100 ms: it woke for an event it does not "
+		"wait for, over and over",
+		what, (unsigned long long)(s1.parks - s0.parks));
+}
+
+/* Events the waiter did not ask for do not wake it: a POLLOUT waiter on a
+ * full socket whose peer shut down its writing (POLLRDHUP and POLLIN come
+ * true, POLLOUT does not), and a POLLIN waiter on a TCP socket with only
+ * urgent data (POLLPRI comes true, POLLIN does not). Each times out having
+ * parked once, instead of spinning. */
+static void test_other_events_do_not_wake_the_waiter(void **state)
+{
+	init_with(1, 0);
+	int sv[2];
+	WT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv));
+	char buf[4096] = {0};
+	while (write(sv[0], buf, sizeof buf) > 0)
+		;
+	WT_EQ(errno, EAGAIN);
+	WT_OK(shutdown(sv[1], SHUT_WR));
+	struct pollfd pf = {sv[0], POLLIN | POLLOUT | POLLRDHUP, 0};
+	WT_EQ(poll(&pf, 1, 0), 1);
+	WT_TRUE((pf.revents & (POLLIN | POLLRDHUP)) && !(pf.revents & POLLOUT), "revents %#x",
+		pf.revents);
+	check_parks_quietly(sv[0], POLLOUT, "POLLOUT, full, peer shut down writing");
+	close(sv[0]);
+	close(sv[1]);
+
+	/* TCP over the loopback interface, if there is one. */
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	WT_CMP(l, >=, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	if (bind(l, (struct sockaddr *)&a, sizeof a) != 0 || listen(l, 1) != 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) != 0) {
+		printf("[          ] no loopback TCP (%s): the urgent-data case is left out\n",
+		       strerror(errno));
+		close(l);
+		WT_OK(weft_shutdown());
+		return;
+	}
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	WT_CMP(c, >=, 0);
+	WT_OK(connect(c, (struct sockaddr *)&a, sizeof a));
+	int s = accept(l, NULL, NULL);
+	WT_CMP(s, >=, 0);
+	WT_EQ(send(c, "U", 1, MSG_OOB), 1);
+	/* Wait (in the kernel, briefly) until the urgent byte is there. */
+	pf = (struct pollfd){s, POLLPRI, 0};
+	WT_EQ(poll(&pf, 1, 2000), 1);
+	pf = (struct pollfd){s, POLLIN, 0};
+	WT_EQ(poll(&pf, 1, 0), 0); /* not readable: the byte is out of band */
+	check_parks_quietly(s, POLLIN, "POLLIN, TCP with urgent data only");
+	close(s);
+	close(c);
+	close(l);
+	WT_OK(weft_shutdown());
+}
+
 /* ---- cancellation and signals ------------------------------------------ */
 
 static struct {
@@ -702,6 +803,35 @@ static void test_cancel_a_waiting_ult(void **state)
 	WT_OK(weft_shutdown());
 }
 
+static atomic_int off_inside;
+
+static void *off_waiter(void *arg)
+{
+	int *p = arg;
+	atomic_store(&off_inside, 1);
+	weft_fd_wait(p[0], POLLIN, CLOCK_MONOTONIC, NULL);
+	return (void *)7;
+}
+
+/* With the poller off the wait is made in the kernel, in a system call
+ * section, which a cancellation does not interrupt: it is acted on as soon
+ * as the wait returns, before weft_fd_wait does. */
+static void test_cancel_with_io_off_acts_when_the_wait_returns(void **state)
+{
+	init_with(1, WEFT_IO_OFF);
+	int p[2];
+	make_pipe(p);
+	weft_t a = wt_spawn(NULL, off_waiter, p);
+	WT_WAIT(atomic_load(&off_inside) == 1, 20);
+	weft_sleep_ns(20 * MS);
+	WT_OK(weft_cancel(a));
+	weft_sleep_ns(20 * MS);
+	write_all(p[1], "x", 1);
+	WT_EQ_PTR(wt_join(a), WEFT_CANCELED);
+	close_pipe(p);
+	WT_OK(weft_shutdown());
+}
+
 static void *cancel_self_then_wait(void *arg)
 {
 	int *p = arg;
@@ -750,16 +880,13 @@ static void *signal_waiter(void *arg)
 	return (void *)weft_self();
 }
 
-/* A signal sent to a ULT blocked in weft_fd_wait (through libweft's
- * pthread_kill, weft_px_pthread_kill) runs its handler in that ULT, and the
- * wait returns EINTR. */
-static void test_signal_interrupts_the_wait(void **state)
+static void check_signal_interrupts_the_wait(int io)
 {
 	struct sigaction sa = {0};
 	sa.sa_handler = on_usr1;
 	sigemptyset(&sa.sa_mask);
 	WT_OK(sigaction(SIGUSR1, &sa, NULL));
-	init_with(1, 0);
+	init_with(1, io);
 	make_pipe(sig.pipe);
 	weft_t a = wt_spawn(NULL, signal_waiter, NULL);
 	WT_WAIT(atomic_load(&sig.a_state) == INSIDE, 20);
@@ -770,9 +897,27 @@ static void test_signal_interrupts_the_wait(void **state)
 	void *ret = wt_join(a);
 	WT_ERR(sig.rc, EINTR);
 	WT_EQ(sig.ran_before_return, 1);
-	WT_EQU(sig.handler_self, (weft_t)(uintptr_t)ret); /* in the waiting ULT */
+	if (io != WEFT_IO_OFF)
+		WT_EQU(sig.handler_self, (weft_t)(uintptr_t)ret); /* in the waiting ULT */
 	close_pipe(sig.pipe);
 	WT_OK(weft_shutdown());
+}
+
+/* A signal sent to a ULT blocked in weft_fd_wait (through libweft's
+ * pthread_kill, weft_px_pthread_kill) runs its handler in that ULT, and the
+ * wait returns EINTR. */
+static void test_signal_interrupts_the_wait(void **state)
+{
+	check_signal_interrupts_the_wait(0);
+}
+
+/* The same with the poller off: the ULT waits in the kernel in a section,
+ * and the signal goes to the kernel thread it waits on, which interrupts
+ * its poll (the handler runs there, inside the section, where weft_self()
+ * is WEFT_NULL: not compared). */
+static void test_signal_interrupts_the_wait_with_io_off(void **state)
+{
+	check_signal_interrupts_the_wait(WEFT_IO_OFF);
 }
 
 /* ---- configuration ------------------------------------------------------- */
@@ -830,6 +975,69 @@ static void test_env_weft_io(void **state)
 	free(saved);
 	WT_OK(weft_init(NULL));
 	WT_OK(weft_shutdown());
+}
+
+/* ---- the poller's life ------------------------------------------------- */
+
+static struct {
+	int pipe[2];
+	atomic_int a_state;
+	int rc;
+} rs;
+
+static void *restart_waiter(void *arg)
+{
+	atomic_store(&rs.a_state, INSIDE);
+	rs.rc = wait_for(rs.pipe[0], POLLIN, 5000 * MS);
+	atomic_store(&rs.a_state, AFTER);
+	return NULL;
+}
+
+/* The poller stops at weft_shutdown and starts again with the next runtime:
+ * a wait parked on it (one worker) is woken in each of three runs, on the
+ * same descriptor numbers. */
+static void test_poller_restarts_after_shutdown(void **state)
+{
+	make_pipe(rs.pipe);
+	for (int run = 0; run < 3; run++) {
+		init_with(1, 0);
+		atomic_store(&rs.a_state, BEFORE);
+		rs.rc = -1;
+		weft_t a = wt_spawn(NULL, restart_waiter, NULL);
+		WT_WAIT(atomic_load(&rs.a_state) == INSIDE, 20);
+		weft_sleep_ns(2 * MS);
+		WT_TRUE(atomic_load(&rs.a_state) == INSIDE, "run %d: the wait ended early (%s)",
+			run, wt_errname(rs.rc));
+		write_all(rs.pipe[1], "r", 1);
+		wt_join(a);
+		WT_TRUE(rs.rc == 0, "run %d: weft_fd_wait returned %s", run, wt_errname(rs.rc));
+		char c;
+		WT_EQ(read(rs.pipe[0], &c, 1), 1);
+		WT_EQU(handovers_of(0), 0);
+		WT_OK(weft_shutdown());
+	}
+	close_pipe(rs.pipe);
+}
+
+/* Before weft_init (and after weft_shutdown) the caller is a plain kernel
+ * thread: weft_fd_wait waits in the kernel, with its deadline. */
+static void test_before_the_runtime_runs(void **state)
+{
+	int p[2];
+	make_pipe(p);
+	WT_OK(wait_for(p[1], POLLOUT, 2000 * MS));
+	uint64_t t0 = wt_now_ns();
+	WT_ERR(wait_for(p[0], POLLIN, 30 * MS), ETIMEDOUT);
+	WT_CMPU(wt_now_ns() - t0, >=, 30 * MS);
+	WT_ERR(weft_fd_wait(-1, POLLIN, CLOCK_MONOTONIC, NULL), EBADF);
+	WT_ERR(weft_fd_wait(p[0], POLLPRI, CLOCK_MONOTONIC, NULL), EINVAL);
+	write_all(p[1], "b", 1);
+	WT_OK(wait_for(p[0], POLLIN, 2000 * MS));
+	WT_EQ(weft_num_workers(), 0); /* it did not start the runtime */
+	init_with(1, 0);
+	WT_OK(weft_shutdown());
+	WT_OK(wait_for(p[0], POLLIN, 2000 * MS));
+	close_pipe(p);
 }
 
 /* ---- foreign threads ---------------------------------------------------- */
@@ -955,12 +1163,17 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_hangup_is_ready),
 		cmocka_unit_test(test_full_pipe_wakes_writer_when_drained),
 		cmocka_unit_test(test_two_directions_on_one_descriptor),
+		cmocka_unit_test(test_other_events_do_not_wake_the_waiter),
 		cmocka_unit_test(test_cancel_a_waiting_ult),
 		cmocka_unit_test(test_pending_cancel_acts_in_fd_wait),
+		cmocka_unit_test(test_cancel_with_io_off_acts_when_the_wait_returns),
 		cmocka_unit_test(test_signal_interrupts_the_wait),
+		cmocka_unit_test(test_signal_interrupts_the_wait_with_io_off),
 		cmocka_unit_test(test_io_off_waits_in_a_section),
 		cmocka_unit_test(test_config_io_uring_and_out_of_range),
 		cmocka_unit_test(test_env_weft_io),
+		cmocka_unit_test(test_poller_restarts_after_shutdown),
+		cmocka_unit_test(test_before_the_runtime_runs),
 		cmocka_unit_test(test_foreign_thread_waits),
 		cmocka_unit_test(test_timers_fire_while_a_ult_waits),
 	};
