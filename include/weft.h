@@ -121,6 +121,13 @@ typedef struct weft_config {
 	                            else 256; negative: none (and no hand-overs:
 	                            weft_syscall_begin returns NULL); above
 	                            100000 (here or in WEFT_SPARES): EINVAL */
+	long preempt_ns;         /* a ULT that runs this long without a scheduling
+	                            point is preempted, at the next instruction
+	                            where that is safe (docs/scheduling.md,
+	                            "Preemption"); 0: WEFT_PREEMPT_NS (0 there
+	                            means never), else 10 ms; negative: never;
+	                            below 100 us or above 1e12 (here or in
+	                            WEFT_PREEMPT_NS): EINVAL */
 	int io;                  /* enum weft_io_kind: how a ULT waits for a file
 	                            descriptor (weft_fd_wait, and the blocking calls
 	                            libweft-pthread.so wraps); WEFT_IO_DEFAULT:

@@ -355,7 +355,12 @@ enum { WEFT_CANCEL_DEFERRED = 0, WEFT_CANCEL_ASYNCHRONOUS };
  * taken out of its wait. ESRCH for an unknown t. */
 WEFT_API int weft_cancel(weft_t t);
 WEFT_API int weft_setcancelstate(int state, int *oldstate);
-/* Only WEFT_CANCEL_DEFERRED is supported: ENOTSUP for ASYNCHRONOUS. */
+/* WEFT_CANCEL_DEFERRED (the default) or WEFT_CANCEL_ASYNCHRONOUS: a
+ * cancellation of a ULT that runs is then acted on at once, at its next
+ * instruction where a preemption is safe (docs/scheduling.md,
+ * "Preemption"; with preemption off, at its next cancellation point), and
+ * setting it with a cancellation pending acts on that. ENOTSUP for
+ * ASYNCHRONOUS from a thread that is no ULT; EINVAL for another type. */
 WEFT_API int weft_setcanceltype(int type, int *oldtype);
 WEFT_API void weft_testcancel(void);
 

@@ -652,8 +652,10 @@ WF_PX_API int WF_PX(pthread_setcancelstate)(int state, int *old)
 	return weft_setcancelstate(state, old);
 }
 
-/* Asynchronous cancellation is accepted and recorded, and acted on at the
- * next cancellation point, like deferred (docs/posix-coverage.md). */
+/* Asynchronous cancellation of a thread that runs is acted on at once, at
+ * the next instruction where a preemption is safe (src/sched/preempt.c);
+ * with preemption off, at the next cancellation point, like deferred
+ * (docs/posix-coverage.md). */
 static __thread int px_canceltype;
 
 WF_PX_API int WF_PX(pthread_setcanceltype)(int type, int *old)
@@ -663,5 +665,10 @@ WF_PX_API int WF_PX(pthread_setcanceltype)(int type, int *old)
 	if (old)
 		*old = px_canceltype;
 	px_canceltype = type;
+	/* A ULT's: asynchronous acts at once (src/sync/cancel.c); a foreign
+	 * thread's type is only kept. */
+	weft_setcanceltype(type == PTHREAD_CANCEL_ASYNCHRONOUS ? WEFT_CANCEL_ASYNCHRONOUS
+							       : WEFT_CANCEL_DEFERRED,
+			   NULL);
 	return 0;
 }

@@ -10,6 +10,8 @@
 #define DEFAULT_STACK_SIZE (64u * 1024u)
 #define DEFAULT_SPIN_NS    50000L
 #define DEFAULT_SYSCALL_NS 50000L
+#define DEFAULT_PREEMPT_NS 10000000L /* 10 ms, as Linux's CFS-era slices and Go's */
+#define MIN_PREEMPT_NS     100000L
 #define DEFAULT_SPARES     256
 #define MAX_SPARES         100000
 #define MAX_STACK_SIZE     (1ul << 30)
@@ -186,6 +188,20 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		else
 			return EINVAL;
 	}
+
+	if (c.preempt_ns == 0) {
+		c.preempt_ns = DEFAULT_PREEMPT_NS;
+		if ((v = env("WEFT_PREEMPT_NS"))) {
+			if (parse_num(v, 0, &n) || n < 0 || n > 1000000000000LL ||
+			    (n > 0 && n < MIN_PREEMPT_NS))
+				return EINVAL;
+			c.preempt_ns = n == 0 ? -1 : (long)n;
+		}
+	}
+	if (c.preempt_ns > 1000000000000LL || (c.preempt_ns > 0 && c.preempt_ns < MIN_PREEMPT_NS))
+		return EINVAL;
+	if (c.preempt_ns < 0)
+		c.preempt_ns = -1;
 
 	if (c.io < WEFT_IO_DEFAULT || c.io > WEFT_IO_URING)
 		return EINVAL;

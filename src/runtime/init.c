@@ -9,6 +9,7 @@
 #include "runtime/runtime.h"
 #include "sched/carrier.h"
 #include "sched/cpuclock.h"
+#include "sched/preempt.h"
 #include "trace/trace.h"
 #include "util/fence.h"
 #include "util/sys.h"
@@ -104,6 +105,7 @@ static int start(const weft_config_t *c, int with_root)
 	wf_rt.syscall_ns = c->spares > 0 ? c->syscall_ns : -1;
 	wf_rt.spares = c->spares > 0 ? c->spares : 0;
 	wf_rt.io = c->io;
+	wf_rt.preempt_ns = c->preempt_ns > 0 ? c->preempt_ns : 0;
 	wf_rt.stack_size = c->stack_size;
 	wf_rt.spin_ns = c->idle_spin_ns > 0 ? c->idle_spin_ns : 0;
 	wf_rt.guarded_max = c->guarded_stacks_max;
@@ -179,7 +181,9 @@ static int start(const weft_config_t *c, int with_root)
 	atomic_store(&wf_rt.state, WF_RT_STARTING);
 	wf_fence_init();
 	wf_sync_start(c->workers);
+	wf_preempt_start(); /* before the monitor can signal */
 	if ((e = wf_workers_start()) != 0) {
+		wf_preempt_stop();
 		wf_sync_stop();
 		wf_trace_stop(1);
 		wf_stack_signals_fini();
@@ -289,6 +293,7 @@ int weft_shutdown(void)
 		root->tp = NULL; /* its kernel thread's: not wf_tls_alloc's */
 	release_w0_tp();
 	wf_workers_free();
+	wf_preempt_stop();
 	wf_io_stop();
 	wf_sync_stop();
 	wf_trace_stop(1);

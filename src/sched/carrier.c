@@ -96,6 +96,7 @@
 
 #include "sched/carrier.h"
 #include "sched/cpuclock.h"
+#include "sched/preempt.h"
 #include "util/fence.h"
 #include "util/sys.h"
 #if WF_ASAN
@@ -110,6 +111,7 @@ enum { CMD_NONE = 0, CMD_CARRY, CMD_ADOPT, CMD_EXIT };
 
 enum { HOME_STACK_SIZE = 256 * 1024 };
 #define MONITOR_MAX_NS 1000000ull
+#define RUN_POLL_NS    1000000ull
 
 typedef struct wf_carrier {
 	pthread_t thread;  /* written by its creator, for the join */
@@ -146,11 +148,25 @@ static struct {
 	pthread_t monitor;
 	int monitor_running;
 	atomic_int monitor_word; /* 1: stop (a futex word) */
-	atomic_int monitor_idle; /* 1: it sleeps until the next section's begin
-	                            clears this (the futex word it waits on) */
 	uint64_t *seen_ns;       /* per worker: when the monitor first saw seen_v */
 	unsigned *seen_v;
+	/* Per worker, for preemption: the switch count and ULT the monitor
+	 * saw, and since when (or since its last signal). */
+	unsigned long *run_n;
+	wf_ult_t **run_u;
+	uint64_t *run_ns;
+	uint64_t *run_cpu; /* its carrier's CPU time at the last sweep */
 } cr = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* 1: the monitor sleeps until the next section's begin or a loop starting
+ * a ULT clears this (the futex word it waits on). */
+atomic_int wf_monitor_idle;
+
+void wf_monitor_poke_slow(void)
+{
+	if (atomic_exchange_explicit(&wf_monitor_idle, 0, memory_order_relaxed))
+		wf_futex_wake(&wf_monitor_idle, 1);
+}
 
 /* What comes back to a home besides a ULT: the root ULT handed to the
  * first carrier, a loop that ended (stop). */
@@ -313,9 +329,9 @@ wf_ult_t *wf_section_begin(void)
 	wf_tls_worker = NULL;
 	atomic_store_explicit(&w->sys, v, memory_order_release);
 	wf_fence_light(); /* against the monitor going idle (wf_fence_heavy) */
-	if (unlikely(atomic_load_explicit(&cr.monitor_idle, memory_order_relaxed)) &&
-	    atomic_exchange_explicit(&cr.monitor_idle, 0, memory_order_relaxed))
-		wf_futex_wake(&cr.monitor_idle, 1);
+	if (unlikely(atomic_load_explicit(&wf_monitor_idle, memory_order_relaxed)) &&
+	    atomic_exchange_explicit(&wf_monitor_idle, 0, memory_order_relaxed))
+		wf_futex_wake(&wf_monitor_idle, 1);
 	return u;
 }
 
@@ -389,8 +405,53 @@ static void retake(wf_worker_t *w, unsigned v)
 	carrier_signal(c, CMD_CARRY);
 }
 
+void wf_preempt_kick(wf_worker_t *w)
+{
+	/* Carriers live until the runtime stops: if w moved to another one
+	 * meanwhile, the signal finds a kernel thread that runs none of w's
+	 * ULTs, and the handler does nothing. */
+	wf_carrier_t *c = __atomic_load_n(&w->carrier, __ATOMIC_ACQUIRE);
+	if (c)
+		syscall(SYS_tgkill, getpid(), c->tid, WF_SIG_PREEMPT);
+}
+
+/* What a sweep saw. */
+enum { SAW_SECTION = 1, SAW_RUNNING = 2 };
+
+/* Worker i runs a ULT (current, not asleep, not in a section): signal it if
+ * it has made no scheduling decision for a slice. */
+static void watch_run(int i, wf_worker_t *w, uint64_t now)
+{
+	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
+	wf_ult_t *u = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
+	wf_carrier_t *c = __atomic_load_n(&w->carrier, __ATOMIC_ACQUIRE);
+	struct timespec ts;
+	uint64_t cpu = c && clock_gettime(c->cpu_clk, &ts) == 0
+			       ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec
+			       : 0;
+	if (n != cr.run_n[i] || u != cr.run_u[i]) {
+		cr.run_n[i] = n;
+		cr.run_u[i] = u;
+		cr.run_ns[i] = now;
+	} else if (now - cr.run_ns[i] >= (uint64_t)wf_rt.preempt_ns ||
+		   (cpu && cpu == cr.run_cpu[i])) {
+		/* A slice without a decision - or a ULT that has not run at all
+		 * since the last sweep: its kernel thread waits in the kernel
+		 * outside a section (a futex of its own, a raw system call),
+		 * holding the worker. Either way it gives way - unless it
+		 * entered a section meanwhile, whose call the signal would
+		 * interrupt (the window left is the tgkill's own). */
+		cr.run_ns[i] = now; /* the next signal after another slice */
+		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) != SYS_IN &&
+		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
+			wf_preempt_kick(w);
+	}
+	cr.run_cpu[i] = cpu;
+}
+
 /* Look at every worker: retake those whose section is the one seen at
- * least syscall_ns ago. Returns whether any section is open. */
+ * least syscall_ns ago, preempt those running one ULT for a slice.
+ * Returns SAW_* of what it saw. */
 static int sweep(void)
 {
 	uint64_t now = wf_now_ns();
@@ -398,9 +459,18 @@ static int sweep(void)
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_worker_t *w = wf_rt.workers[i];
 		unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
-		if ((v & SYS_FLAGS) != SYS_IN)
+		if ((v & SYS_FLAGS) != SYS_IN) {
+			if (wf_rt.preempt_ns > 0 &&
+			    __atomic_load_n(&w->current, __ATOMIC_RELAXED) &&
+			    atomic_load_explicit(&w->sleep_state, memory_order_relaxed) !=
+				    WF_SLEEPING) {
+				open |= SAW_RUNNING;
+				watch_run(i, w, now);
+			}
 			continue;
-		open = 1;
+		}
+		open |= SAW_SECTION;
+		cr.run_u[i] = NULL; /* a run watched afresh after the section */
 		if (v != cr.seen_v[i]) {
 			cr.seen_v[i] = v;
 			cr.seen_ns[i] = now;
@@ -418,29 +488,38 @@ static void *monitor_main(void *arg)
 	sigfillset(&all);
 	WF_SYS(pthread_sigmask)(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* its sleeps are short */
-	uint64_t base = (uint64_t)wf_rt.syscall_ns / 2;
+	/* How long to sleep after a sweep that saw a section open, or (and
+	 * none) a ULT running: half the threshold it watches for. */
+	uint64_t base = wf_rt.syscall_ns > 0 ? (uint64_t)wf_rt.syscall_ns / 2 : MONITOR_MAX_NS;
 	if (base < 1000)
 		base = 1000;
+	/* While a ULT runs, every RUN_POLL_NS: soon enough to see a worker
+	 * whose kernel thread waits in the kernel, and half a slice at most. */
+	uint64_t run_base = (uint64_t)wf_rt.preempt_ns / 2;
+	if (run_base > RUN_POLL_NS)
+		run_base = RUN_POLL_NS;
 	uint64_t delay = base; /* idle only after the fenced look below */
 	while (!atomic_load_explicit(&cr.monitor_word, memory_order_acquire)) {
 		struct timespec rel = {(time_t)(delay / 1000000000u), (long)(delay % 1000000000u)};
 		if (delay)
 			wf_futex_wait(&cr.monitor_word, 0, &rel);
-		else /* idle: until a begin (or stop) clears the flag */
-			wf_futex_wait(&cr.monitor_idle, 1, NULL);
-		if (sweep()) {
-			delay = base;
-			atomic_store_explicit(&cr.monitor_idle, 0, memory_order_relaxed);
+		else /* idle: until a begin, a loop starting a ULT (or stop) clears the flag */
+			wf_futex_wait(&wf_monitor_idle, 1, NULL);
+		int saw = sweep();
+		if (saw) {
+			delay = saw & SAW_SECTION ? base : run_base;
+			atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
 		} else if (delay && delay < MONITOR_MAX_NS) {
 			delay *= 2;
 		} else {
 			/* Idle: announce it, then look once more (the heavy side
-			 * of begin's fence); a begin after that wakes us. */
-			atomic_store_explicit(&cr.monitor_idle, 1, memory_order_relaxed);
+			 * of begin's and the loop's fence); a begin or a loop
+			 * starting a ULT after that wakes us. */
+			atomic_store_explicit(&wf_monitor_idle, 1, memory_order_relaxed);
 			wf_fence_heavy();
-			if (sweep()) {
-				delay = base;
-				atomic_store_explicit(&cr.monitor_idle, 0, memory_order_relaxed);
+			if ((saw = sweep())) {
+				delay = saw & SAW_SECTION ? base : run_base;
+				atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
 			} else {
 				delay = 0;
 			}
@@ -460,10 +539,14 @@ int wf_carriers_start(void)
 	cr.stopping = 0;
 	cr.monitor_running = 0;
 	atomic_store(&cr.monitor_word, 0);
-	atomic_store(&cr.monitor_idle, 0);
+	atomic_store(&wf_monitor_idle, 0);
 	cr.seen_ns = calloc((size_t)n, sizeof *cr.seen_ns);
 	cr.seen_v = calloc((size_t)n, sizeof *cr.seen_v);
-	if (!cr.seen_ns || !cr.seen_v)
+	cr.run_n = calloc((size_t)n, sizeof *cr.run_n);
+	cr.run_u = calloc((size_t)n, sizeof *cr.run_u);
+	cr.run_ns = calloc((size_t)n, sizeof *cr.run_ns);
+	cr.run_cpu = calloc((size_t)n, sizeof *cr.run_cpu);
+	if (!cr.seen_ns || !cr.seen_v || !cr.run_n || !cr.run_u || !cr.run_ns || !cr.run_cpu)
 		goto fail;
 
 	int first = 0; /* the first worker a new kernel thread carries */
@@ -516,7 +599,7 @@ int wf_carriers_start(void)
 		if (!carrier_new(wf_rt.workers[i]))
 			e = EAGAIN;
 	WF_SYS(pthread_mutex_unlock)(&cr.lock);
-	if (!e && wf_rt.syscall_ns > 0) {
+	if (!e && (wf_rt.syscall_ns > 0 || wf_rt.preempt_ns > 0)) {
 		e = WF_SYS(pthread_create)(&cr.monitor, NULL, monitor_main, NULL);
 		cr.monitor_running = e == 0;
 	}
@@ -554,9 +637,9 @@ void wf_carriers_stop(void)
 	}
 	if (cr.monitor_running) {
 		atomic_store_explicit(&cr.monitor_word, 1, memory_order_release);
-		atomic_store_explicit(&cr.monitor_idle, 0, memory_order_release);
+		atomic_store_explicit(&wf_monitor_idle, 0, memory_order_release);
 		wf_futex_wake(&cr.monitor_word, 1);
-		wf_futex_wake(&cr.monitor_idle, 1);
+		wf_futex_wake(&wf_monitor_idle, 1);
 		WF_SYS(pthread_join)(cr.monitor, NULL);
 		cr.monitor_running = 0;
 	}
@@ -599,8 +682,16 @@ void wf_carriers_free(void)
 	cr.count = 0;
 	free(cr.seen_ns);
 	free(cr.seen_v);
+	free(cr.run_n);
+	free(cr.run_u);
+	free(cr.run_ns);
+	free(cr.run_cpu);
+	cr.run_cpu = NULL;
 	cr.seen_ns = NULL;
 	cr.seen_v = NULL;
+	cr.run_n = NULL;
+	cr.run_u = NULL;
+	cr.run_ns = NULL;
 }
 
 void wf_forked_child(void)
@@ -608,4 +699,5 @@ void wf_forked_child(void)
 	/* The forking context is no worker's ULT in the child (init.c). */
 	wf_tls_worker = NULL;
 	wf_rt.syscall_ns = -1;
+	wf_rt.preempt_ns = 0; /* no monitor here; the handler finds no worker */
 }

@@ -5,6 +5,7 @@
 #define WF_SCHED_CARRIER_H
 
 #include "sched/sched.h"
+#include "util/fence.h"
 
 /* Start the carriers: the calling kernel thread carries worker 0 if the
  * runtime has a root ULT (the caller), a new kernel thread carries each
@@ -31,6 +32,17 @@ WF_HIDDEN void wf_section_end(wf_ult_t *u);
 WF_HIDDEN int wf_section_in(wf_ult_t *u);
 /* Send signal sig to the kernel thread that u's section runs on. */
 WF_HIDDEN void wf_section_kill(wf_ult_t *u, int sig);
+
+/* A worker's loop starts a ULT: wake the monitor if it is idle, so that
+ * it watches for preemption (one relaxed load when it is not). */
+WF_HIDDEN void wf_monitor_poke_slow(void);
+WF_HIDDEN extern atomic_int wf_monitor_idle;
+static inline void wf_monitor_poke(void)
+{
+	wf_fence_light(); /* after current's store; the monitor's side is heavy */
+	if (unlikely(atomic_load_explicit(&wf_monitor_idle, memory_order_relaxed)))
+		wf_monitor_poke_slow();
+}
 
 /* In the child of a fork (runtime/init.c): the calling context is no
  * worker's any longer, and no section hands over. */

@@ -103,7 +103,9 @@
  *   barrier for the queuer, membarrier(2) for the worker going to sleep,
  *   which already spun for tens of microseconds.
  */
+#include "sched/carrier.h"
 #include "sched/cpuclock.h"
+#include "sched/preempt.h"
 #include "sched/join.h"
 #include "sched/policy.h"
 #include "sched/prio.h"
@@ -464,6 +466,10 @@ static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t 
 		install_tp(w, w->tp);
 		return &w->loop_ctx;
 	}
+	/* The loop starts a ULT: the monitor must watch this worker for
+	 * preemption, if it went idle (carrier.c). */
+	if (!leaving)
+		wf_monitor_poke();
 	/* WEFT_MIGRATE=0: a ULT's first worker is its worker for good. */
 	if (unlikely(next->last_worker < 0) && !wf_rt.migrate && next->bound_worker < 0)
 		next->bound_worker = w->id;
@@ -488,6 +494,15 @@ static inline wf_worker_t *switch_away(wf_worker_t *w, wf_ult_t *self, int actio
 	wf_after_switch(w);
 	*w->errno_loc = self->saved_errno;
 	return w;
+}
+
+wf_worker_t *wf_preempt_yield(wf_worker_t *w, wf_ult_t *self)
+{
+	wf_ult_t *next = pick_next(w);
+	if (!next)
+		return NULL;
+	WF_OWNER_ADD(&w->n_preempts, 1);
+	return switch_away(w, self, WF_AFTER_PREEMPT, next);
 }
 
 wf_worker_t *wf_block(wf_worker_t *w, wf_ult_t *self, int action)

@@ -114,7 +114,7 @@ typedef struct wf_worker {
 
 	/* Counters, written by the owner, readable by anyone (relaxed):
 	 * weft_worker_stats. */
-	atomic_ulong n_switches, n_steals, n_parks, n_sleeps, n_handovers;
+	atomic_ulong n_switches, n_steals, n_parks, n_sleeps, n_handovers, n_preempts;
 	_Atomic uint64_t idle_ns, sleep_ns;
 
 	/* Read by other workers: the scheduler for thieves (under `scanning`,
@@ -160,6 +160,8 @@ typedef struct wf_runtime {
 	long syscall_ns;   /* a section lasting longer loses its worker; <= 0: never */
 	int spares;        /* most carriers besides one per worker (carrier.c) */
 	int io;            /* enum weft_io_kind, resolved: POLL or OFF (src/io/poller.c) */
+	long preempt_ns;   /* a ULT running longer without a decision is preempted
+	                      (preempt.c); <= 0: never */
 	size_t stack_size; /* the default (also the stack layer's) */
 	long spin_ns;
 	long guarded_max;

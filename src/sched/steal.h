@@ -69,7 +69,7 @@ static inline wf_ult_t *wf_steal_pop(wf_steal_t *s)
 }
 
 /* put: a bound ULT to the local FIFO (nobody else may run it); a yielding
- * one behind everything ready, in the shared FIFO; any other to the
+ * or preempted one behind everything ready, in the shared FIFO; any other to the
  * bottom of the deque, where it runs next unless a thief takes it first.
  * Called only by the owner. */
 static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
@@ -78,7 +78,7 @@ static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 		wf_fifo_push(&s->local, u);
 		return 0;
 	}
-	if (why == WEFT_SCHED_YIELDED)
+	if (why == WEFT_SCHED_YIELDED || why == WEFT_SCHED_PREEMPTED)
 		wf_mpfifo_put(&wf_steal_shared, u);
 	else
 		wf_steal_push(s, u);

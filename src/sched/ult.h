@@ -63,6 +63,7 @@ enum {
 	WF_CANCEL_PENDING = 1,  /* weft_cancel was called */
 	WF_CANCEL_DISABLED = 2, /* weft_setcancelstate(DISABLE) */
 	WF_CANCEL_ACTING = 4,   /* exiting because of a cancellation */
+	WF_CANCEL_ASYNC = 8,    /* weft_setcanceltype(ASYNCHRONOUS) */
 };
 
 /* What a parked ULT waits for (wf_ult.block_reason): written by the ULT

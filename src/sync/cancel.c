@@ -1,4 +1,4 @@
-/* Cleanup handlers and deferred cancellation.
+/* Cleanup handlers and cancellation, deferred and asynchronous.
  *
  * weft_cancel sets WF_CANCEL_PENDING in the target's cancel word and, if it
  * is blocked in a cancellable wait (wait.c publishes it in cwait under
@@ -11,6 +11,14 @@
  * the cleanup handlers, newest first, and the thread-specific data
  * destructors before the ULT ends. weft does not unwind the stack: handlers
  * run on top of it, while the frames they refer to are still intact.
+ *
+ * Asynchronous cancellation (WF_CANCEL_ASYNC): besides the above, a
+ * running target is sent the preemption signal (src/sched/preempt.c),
+ * whose handler acts at the next instruction where a preemption would be
+ * safe (wf_preempt_hook, signal.c); a target that is ready to run acts
+ * when it runs and is preempted, or at its next cancellation point.
+ * Without preemption (WEFT_PREEMPT_NS=0) it acts at cancellation points,
+ * like deferred.
  *
  * A ULT blocked in weft_join is taken out of its target's joiner word
  * (wf_join_cancel, src/sched/join.c); its target stays joinable.
@@ -35,8 +43,14 @@ int weft_cancel(weft_t t)
 	if (!u)
 		return ESRCH;
 	int old = atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_PENDING, memory_order_seq_cst);
-	if (!(old & (WF_CANCEL_DISABLED | WF_CANCEL_ACTING)))
+	if (!(old & (WF_CANCEL_DISABLED | WF_CANCEL_ACTING))) {
 		wf_wait_cancel(u);
+		if (old & WF_CANCEL_ASYNC) {
+			if (u == wf_self())
+				wf_cancel_act(); /* asynchronous: at once */
+			wf_kick_running(u);
+		}
+	}
 	return 0;
 }
 
@@ -67,12 +81,24 @@ int weft_setcancelstate(int state, int *oldstate)
 
 int weft_setcanceltype(int type, int *oldtype)
 {
-	if (type == WEFT_CANCEL_ASYNCHRONOUS)
-		return ENOTSUP;
-	if (type != WEFT_CANCEL_DEFERRED)
+	if (type != WEFT_CANCEL_DEFERRED && type != WEFT_CANCEL_ASYNCHRONOUS)
 		return EINVAL;
+	wf_ult_t *u = wf_self();
+	if (!u) {
+		if (oldtype)
+			*oldtype = WEFT_CANCEL_DEFERRED;
+		return type == WEFT_CANCEL_DEFERRED ? 0 : ENOTSUP; /* foreign threads */
+	}
+	int old = type == WEFT_CANCEL_ASYNCHRONOUS
+			  ? atomic_fetch_or_explicit(&u->cancel, WF_CANCEL_ASYNC,
+						     memory_order_seq_cst)
+			  : atomic_fetch_and_explicit(&u->cancel, ~WF_CANCEL_ASYNC,
+						      memory_order_seq_cst);
 	if (oldtype)
-		*oldtype = WEFT_CANCEL_DEFERRED;
+		*oldtype = old & WF_CANCEL_ASYNC ? WEFT_CANCEL_ASYNCHRONOUS : WEFT_CANCEL_DEFERRED;
+	/* Asynchronous with a cancellation pending: acted on now. */
+	if (type == WEFT_CANCEL_ASYNCHRONOUS && wf_cancel_due(u))
+		wf_cancel_act();
 	return 0;
 }
 

@@ -20,8 +20,13 @@
  * a kernel thread would, from the kernel, on the kernel thread it runs on
  * (wf_section_kill).
  *
- * What this does not do: interrupt a ULT that is running or queued to run
- * (it gets the signal at its next wait or mask change), block signals the
+ * A ULT running on another worker is interrupted with the preemption
+ * signal (src/sched/preempt.c) and delivers in its handler, where a
+ * preemption would be safe; with preemption off (WEFT_PREEMPT_NS=0), or
+ * where it is not safe, it gets the signal at its next wait or mask
+ * change, as a ULT queued to run does.
+ *
+ * What this does not do: block signals the
  * kernel delivers to the process (those go to whichever worker the kernel
  * picks, and so to whichever ULT runs there), or make sigwait() per ULT.
  */
@@ -29,6 +34,7 @@
 #include <signal.h>
 
 #include "sched/carrier.h"
+#include "sched/preempt.h"
 #include "sync/wait.h"
 
 static uint64_t bit(int sig)
@@ -84,9 +90,41 @@ int wf_sig_send(wf_ult_t *u, int sig)
 		wf_sig_deliver(u);
 		return 0;
 	}
-	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig)))
+	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig))) {
 		wf_wait_interrupt(u);
+		wf_kick_running(u); /* running on another worker: now */
+	}
 	return 0;
+}
+
+void wf_kick_running(wf_ult_t *u)
+{
+	if (wf_rt.preempt_ns <= 0)
+		return;
+	int lw = __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED);
+	if (lw < 0 || lw >= wf_rt.nworkers)
+		return;
+	wf_worker_t *t = wf_rt.workers[lw];
+	if (__atomic_load_n(&t->current, __ATOMIC_RELAXED) == u)
+		wf_preempt_kick(t);
+}
+
+/* The preemption handler's question (sched/preempt.h): the running ULT u
+ * acts on unblocked signals sent to it and on an asynchronous
+ * cancellation. */
+static void on_preempt(wf_ult_t *u)
+{
+	uint64_t mask = atomic_load_explicit(&u->sig_mask, memory_order_relaxed);
+	if (atomic_load_explicit(&u->sig_pending, memory_order_acquire) & ~mask)
+		wf_sig_deliver(u);
+	if ((atomic_load_explicit(&u->cancel, memory_order_seq_cst) & WF_CANCEL_ASYNC) &&
+	    wf_cancel_due(u))
+		wf_cancel_act();
+}
+
+void wf_signals_start(void)
+{
+	wf_preempt_hook = on_preempt;
 }
 
 int wf_sig_take(wf_ult_t *self, const sigset_t *set)

@@ -71,6 +71,11 @@ WF_HIDDEN void wf_sig_wait_done(wf_ult_t *self);
 WF_HIDDEN void wf_sig_fill(uint64_t mask, sigset_t *set);
 /* The kernel thread becoming the root ULT keeps its signal mask. */
 WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
+/* If u runs on a worker now, make it look at what was sent to it
+ * (preemption signal; nothing with preemption off). */
+WF_HIDDEN void wf_kick_running(wf_ult_t *u);
+/* Install the preemption handler's hook (wf_preempt_hook). At start. */
+WF_HIDDEN void wf_signals_start(void);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one
  * (weft_cancel). */
 WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);

@@ -425,9 +425,12 @@ static void test_setcanceltype_and_state_values(void **state)
 {
 	wt_init(1);
 	int old = -5;
-	WT_ERR(weft_setcanceltype(WEFT_CANCEL_ASYNCHRONOUS, &old), ENOTSUP);
-	WT_OK(weft_setcanceltype(WEFT_CANCEL_DEFERRED, &old));
+	WT_OK(weft_setcanceltype(WEFT_CANCEL_ASYNCHRONOUS, &old));
 	WT_EQ(old, WEFT_CANCEL_DEFERRED);
+	WT_OK(weft_setcanceltype(WEFT_CANCEL_DEFERRED, &old));
+	WT_EQ(old, WEFT_CANCEL_ASYNCHRONOUS);
+	WT_ERR(weft_setcanceltype(2, &old), EINVAL);
+	WT_ERR(weft_setcanceltype(-1, &old), EINVAL);
 	old = -5;
 	WT_OK(weft_setcancelstate(WEFT_CANCEL_DISABLE, &old));
 	WT_EQ(old, WEFT_CANCEL_ENABLE);

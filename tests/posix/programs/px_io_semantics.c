@@ -1,26 +1,35 @@
 /* The semantics of blocking descriptor calls, as glibc gives them, kept
  * under LD_PRELOAD=libweft-pthread.so, whose read, write, recv*, send*,
- * accept, poll of one descriptor and epoll_wait park the calling thread on
- * an epoll poller when the descriptor is not ready (src/posix/blocking.c).
+ * accept, poll, select and epoll_wait park the calling thread on an epoll
+ * poller when the descriptor is not ready (src/posix/blocking.c).
  * Each line is one case; its result depends only on the kernel's rules:
  *
- *   1  O_NONBLOCK and MSG_DONTWAIT are never waited for (EAGAIN at once)
- *   2  SO_RCVTIMEO / SO_SNDTIMEO time the call out (EAGAIN)
- *   3  poll of one descriptor: timeouts, wake-ups by data, POLLHUP, POLLNVAL
- *   4  epoll_wait: timeouts, wake-ups, edge-triggered items
+ *   1  O_NONBLOCK and MSG_DONTWAIT are never waited for (EAGAIN at once),
+ *      also when set through a dup of the descriptor; a transfer of 0
+ *      bytes returns 0 at once
+ *   2  SO_RCVTIMEO / SO_SNDTIMEO time the call out (EAGAIN), also accept's,
+ *      and also when set through a dup
+ *   3  poll of one descriptor and of two, ppoll, select, pselect: timeouts,
+ *      wake-ups by data, POLLHUP, POLLNVAL / EBADF, the time select leaves;
+ *      waiting for an event the descriptor lacks costs no CPU time
+ *   4  epoll_wait, epoll_pwait: timeouts, wake-ups, edge-triggered items
  *   5  signals: EINTR without SA_RESTART, restarted with it (read, recv,
- *      accept, write), never restarted (poll, epoll_wait, a socket with a
- *      timeout), ignored and blocked signals interrupt nothing
+ *      accept, write), never restarted (poll, epoll_wait, select, a socket
+ *      with a timeout); ignored and blocked signals interrupt nothing
  *   6  a blocking send or write of megabytes returns the whole length
  *   7  MSG_WAITALL waits for everything (or for EOF)
  *   8  eight threads blocked in accept (and in read) on one descriptor
  *   9  readv and writev with three buffers
- *   10 EOF reaches a thread blocked in read or recv
+ *   10 EOF reaches a thread blocked in read or recv; EPIPE one in write
  *   11 pthread_cancel of a thread blocked in read, recv, accept, write, poll,
- *      epoll_wait (deferred; all cancellation points); disabled cancellation
+ *      epoll_wait, select (deferred; all cancellation points), a pending
+ *      cancellation at a read that would not block, disabled cancellation
  *
  * A case that waits for another thread to block first sleeps 50 ms after a
  * handshake; one whose signal might have come before the call sends again.
+ * A call that must return at once is made on another thread, which is
+ * given data after a second if it waits, so that a wrong wait shows as a
+ * line of its own rather than as a hang.
  * Elapsed times are checked here, not printed. Every case runs under a
  * watchdog (alarm): a hang is reported with its case and exit status 3.
  * Run on one worker and on two; the output must be glibc's. */
@@ -156,8 +165,8 @@ static const char *pev(short ev)
 	static const struct {
 		short bit;
 		const char *name;
-	} names[] = {{POLLIN, "POLLIN"},   {POLLPRI, "POLLPRI"},     {POLLOUT, "POLLOUT"},
-		     {POLLERR, "POLLERR"}, {POLLHUP, "POLLHUP"},     {POLLNVAL, "POLLNVAL"},
+	} names[] = {{POLLIN, "POLLIN"},      {POLLPRI, "POLLPRI"}, {POLLOUT, "POLLOUT"},
+		     {POLLERR, "POLLERR"},    {POLLHUP, "POLLHUP"}, {POLLNVAL, "POLLNVAL"},
 		     {POLLRDHUP, "POLLRDHUP"}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (ev & names[i].bit) {
@@ -175,8 +184,11 @@ static const char *eev(uint32_t ev)
 	static const struct {
 		uint32_t bit;
 		const char *name;
-	} names[] = {{EPOLLIN, "EPOLLIN"},   {EPOLLOUT, "EPOLLOUT"}, {EPOLLERR, "EPOLLERR"},
-		     {EPOLLHUP, "EPOLLHUP"}, {EPOLLRDHUP, "EPOLLRDHUP"}};
+	} names[] = {{EPOLLIN, "EPOLLIN"},
+		     {EPOLLOUT, "EPOLLOUT"},
+		     {EPOLLERR, "EPOLLERR"},
+		     {EPOLLHUP, "EPOLLHUP"},
+		     {EPOLLRDHUP, "EPOLLRDHUP"}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (ev & names[i].bit) {
 			if (buf[0])
@@ -206,6 +218,30 @@ static const char *quick(double t0)
 		return "at once";
 	failures++;
 	return "after a wait";
+}
+
+/* The process's CPU time (ms): a thread that waits uses next to none. */
+static double cpu_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Less than 100 ms of CPU time since c0, for a wait of 300 ms. */
+static const char *cpu_little(double c0, const char *name)
+{
+	double used = cpu_ms() - c0;
+	if (used < 100)
+		return "little";
+	fprintf(stderr, "px_io_semantics: %s: %.0f ms of CPU time\n", name, used);
+	failures++;
+	return "as much as the wait (busy)";
+}
+
+static const char *yn(int b)
+{
+	return b ? "yes" : "no";
 }
 
 static void xpipe(int p[2])
@@ -243,7 +279,8 @@ static int tcp_listener(struct sockaddr_in *a, int type_flags, int backlog)
 	a->sin_family = AF_INET;
 	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	socklen_t len = sizeof *a;
-	if (bind(fd, (struct sockaddr *)a, sizeof *a) || getsockname(fd, (struct sockaddr *)a, &len))
+	if (bind(fd, (struct sockaddr *)a, sizeof *a) ||
+	    getsockname(fd, (struct sockaddr *)a, &len))
 		die("bind");
 	if (listen(fd, backlog))
 		die("listen");
@@ -421,6 +458,25 @@ static long do_epoll(struct blk *b)
 	return r;
 }
 
+static long do_read0(struct blk *b)
+{
+	return read(b->fd, b->buf, 0);
+}
+
+static long do_write0(struct blk *b)
+{
+	return write(b->fd, b->buf, 0);
+}
+
+static long do_select(struct blk *b)
+{
+	fd_set rd;
+	FD_ZERO(&rd);
+	FD_SET(b->fd, &rd);
+	struct timeval tv = {10, 0};
+	return select(b->fd + 1, &rd, NULL, NULL, b->tmo_ms < 0 ? NULL : &tv);
+}
+
 static long do_readv3(struct blk *b)
 {
 	struct iovec v[3] = {{b->buf, 4}, {b->buf + 4, 4}, {b->buf + 8, 4}};
@@ -550,6 +606,83 @@ static void s1_nonblock(void)
 		close((int)r);
 	close(cfd);
 	close(l);
+
+	/* A transfer of nothing returns 0 at once, even where a transfer of
+	 * something would block. Made on another thread: if it waits, data
+	 * (or room) is given after a second, and the line says so. */
+	static struct blk b;
+	pthread_t t;
+	begin("1i");
+	xpipe(p);
+	blk_start(&t, &b, do_read0, p[0]);
+	int at_once = blk_wait(&b, 1000);
+	if (!at_once)
+		write_all(p[1], "x", 1);
+	xjoin(t, NULL);
+	say("1i read of 0 bytes from an empty blocking pipe: %s, %s", rs(b.ret, b.err),
+	    at_once ? "at once" : "only once data came");
+	check(at_once && b.ret == 0, "1i");
+	close2(p);
+
+	begin("1j");
+	xpipe(p);
+	fill_pipe(p[1]);
+	blk_start(&t, &b, do_write0, p[1]);
+	at_once = blk_wait(&b, 1000);
+	if (!at_once) {
+		static char drain[1 << 16];
+		if (read(p[0], drain, sizeof drain) <= 0)
+			die("read");
+	}
+	xjoin(t, NULL);
+	say("1j write of 0 bytes to a full blocking pipe: %s, %s", rs(b.ret, b.err),
+	    at_once ? "at once" : "only once there was room");
+	check(at_once && b.ret == 0, "1j");
+	close2(p);
+
+	/* O_NONBLOCK belongs to the open file, which a dup shares: set through
+	 * the dup, it holds for the first descriptor too - also after that
+	 * one was seen blocking in a read. */
+	begin("1k");
+	xpipe(p);
+	blk_start(&t, &b, do_read, p[0]);
+	write_all(p[1], "x", 1);
+	xjoin(t, NULL);
+	int d = dup(p[0]);
+	if (d < 0)
+		die("dup");
+	set_nonblock(d);
+	blk_start(&t, &b, do_read, p[0]);
+	at_once = blk_wait(&b, 1000);
+	if (!at_once)
+		write_all(p[1], "y", 1);
+	xjoin(t, NULL);
+	say("1k read of an empty pipe, made O_NONBLOCK through a dup after a blocking read: %s, %s",
+	    rs(b.ret, b.err), at_once ? "at once" : "only once data came");
+	check(at_once && b.ret < 0 && b.err == EAGAIN, "1k");
+	close(d);
+	close2(p);
+
+	begin("1l");
+	xsocketpair(s);
+	blk_start(&t, &b, do_read, s[0]);
+	write_all(s[1], "x", 1);
+	xjoin(t, NULL);
+	d = dup(s[0]);
+	if (d < 0)
+		die("dup");
+	set_nonblock(d);
+	blk_start(&t, &b, do_read, s[0]);
+	at_once = blk_wait(&b, 1000);
+	if (!at_once)
+		write_all(s[1], "y", 1);
+	xjoin(t, NULL);
+	say("1l read of an empty socket, made O_NONBLOCK through a dup after a blocking read: %s, "
+	    "%s",
+	    rs(b.ret, b.err), at_once ? "at once" : "only once data came");
+	check(at_once && b.ret < 0 && b.err == EAGAIN, "1l");
+	close(d);
+	close2(s);
 }
 
 /* ---- 2: SO_RCVTIMEO and SO_SNDTIMEO ------------------------------------------ */
@@ -631,13 +764,46 @@ static void s2_timeo(void)
 	say("2g recv on TCP with SO_RCVTIMEO 100 ms: %s, %s", rs(r, errno), timed(t0, 90));
 	check(r < 0 && errno == EAGAIN, "2g");
 	close2(s);
+
+	begin("2h");
+	struct sockaddr_in a;
+	int l = tcp_listener(&a, 0, 4);
+	set_timeo(l, SO_RCVTIMEO, 100);
+	t0 = now_ms();
+	r = accept(l, NULL, NULL);
+	say("2h accept on a listener with SO_RCVTIMEO 100 ms: %s, %s", rs(r, errno), timed(t0, 90));
+	check(r < 0 && errno == EAGAIN, "2h");
+	close(l);
+
+	/* A receive timeout belongs to the socket, which a dup shares. */
+	begin("2i");
+	static struct blk b;
+	xsocketpair(s);
+	blk_start(&t, &b, do_recv, s[0]);
+	write_all(s[1], "x", 1);
+	xjoin(t, NULL);
+	int d = dup(s[0]);
+	if (d < 0)
+		die("dup");
+	set_timeo(d, SO_RCVTIMEO, 100);
+	t0 = now_ms();
+	blk_start(&t, &b, do_recv, s[0]);
+	int in_time = blk_wait(&b, 2000);
+	if (!in_time)
+		write_all(s[1], "y", 1);
+	xjoin(t, NULL);
+	say("2i recv after a blocking recv, SO_RCVTIMEO 100 ms set through a dup: %s, %s",
+	    rs(b.ret, b.err), in_time ? timed(t0, 90) : "only once data came");
+	check(in_time && b.ret < 0 && b.err == EAGAIN, "2i");
+	close(d);
+	close2(s);
 }
 
 /* ---- 3: poll of one descriptor ------------------------------------------------- */
 
 static void s3_poll(void)
 {
-	say("== 3 poll of one descriptor");
+	say("== 3 poll and select");
 	int p[2], s[2];
 	double t0;
 	long r;
@@ -657,8 +823,8 @@ static void s3_poll(void)
 	struct later w = {p[1], 20, "x"};
 	xcreate(&t, later_main, &w);
 	pf = (struct pollfd){.fd = p[0], .events = POLLIN};
-	r = poll(&pf, 1, 100);
-	say("3b poll(POLLIN, 100 ms), written after 20 ms: %s revents %s", rs(r, errno),
+	r = poll(&pf, 1, 1000);
+	say("3b poll(POLLIN, 1 s), written after 20 ms: %s revents %s", rs(r, errno),
 	    pev(pf.revents));
 	check(r == 1 && pf.revents == POLLIN, "3b");
 	xjoin(t, NULL);
@@ -774,6 +940,123 @@ static void s3_poll(void)
 	xjoin(t, NULL);
 	close2(p);
 	close2(q);
+
+	/* Waiting for an event the descriptor does not have, while it has
+	 * another (data): poll times out, and the wait costs no CPU time. */
+	begin("3l");
+	xpipe(p);
+	write_all(p[1], "d", 1);
+	double c0 = cpu_ms();
+	pf = (struct pollfd){.fd = p[0], .events = POLLPRI};
+	r = poll(&pf, 1, 300);
+	say("3l poll(POLLPRI, 300 ms) of a pipe holding data: %s, CPU time while waiting: %s",
+	    rs(r, errno), cpu_little(c0, "3l"));
+	check(r == 0, "3l");
+	close2(p);
+
+	begin("3m");
+	xsocketpair(s);
+	write_all(s[1], "d", 1);
+	c0 = cpu_ms();
+	pf = (struct pollfd){.fd = s[0], .events = POLLRDHUP};
+	r = poll(&pf, 1, 300);
+	say("3m poll(POLLRDHUP, 300 ms) of a socket holding data: %s, CPU time while waiting: %s",
+	    rs(r, errno), cpu_little(c0, "3m"));
+	check(r == 0, "3m");
+	close2(s);
+
+	begin("3n");
+	xpipe(p);
+	xpipe(q);
+	struct pollfd both[2] = {{.fd = p[0], .events = POLLIN}, {.fd = q[0], .events = POLLIN}};
+	t0 = now_ms();
+	r = poll(both, 2, 100);
+	say("3n poll(POLLIN, 100 ms) of two empty pipes: %s, %s", rs(r, errno), timed(t0, 90));
+	check(r == 0, "3n");
+
+	/* select: the sets and the time left are written back (Linux). */
+	begin("3o");
+	fd_set rd, wr;
+	FD_ZERO(&rd);
+	FD_SET(p[0], &rd);
+	struct timeval tv = {0, 100000};
+	t0 = now_ms();
+	r = select(p[0] + 1, &rd, NULL, NULL, &tv);
+	say("3o select(read: an empty pipe, 100 ms): %s, %s, set bit left: %s, time left: "
+	    "%ld.%06ld",
+	    rs(r, errno), timed(t0, 90), yn(FD_ISSET(p[0], &rd)), (long)tv.tv_sec,
+	    (long)tv.tv_usec);
+	check(r == 0 && !FD_ISSET(p[0], &rd) && tv.tv_sec == 0 && tv.tv_usec == 0, "3o");
+
+	begin("3p");
+	w = (struct later){q[1], 20, "s"};
+	xcreate(&t, later_main, &w);
+	FD_ZERO(&rd);
+	FD_SET(p[0], &rd);
+	FD_SET(q[0], &rd);
+	FD_ZERO(&wr);
+	FD_SET(p[1], &wr);
+	int maxfd = p[0] > q[0] ? p[0] : q[0];
+	maxfd = maxfd > p[1] ? maxfd : p[1];
+	tv = (struct timeval){2, 0};
+	r = select(maxfd + 1, &rd, NULL, NULL, &tv);
+	say("3p select(read: two pipes, the second written after 20 ms; 2 s): %s, first set: %s, "
+	    "second set: %s, time left below 2 s: %s",
+	    rs(r, errno), yn(FD_ISSET(p[0], &rd)), yn(FD_ISSET(q[0], &rd)),
+	    yn(tv.tv_sec < 2 && (tv.tv_sec > 0 || tv.tv_usec > 0)));
+	check(r == 1 && FD_ISSET(q[0], &rd) && !FD_ISSET(p[0], &rd), "3p");
+	xjoin(t, NULL);
+	FD_ZERO(&rd);
+	FD_SET(p[0], &rd);
+	FD_SET(q[0], &rd);
+	FD_ZERO(&wr);
+	FD_SET(p[1], &wr);
+	FD_SET(q[0], &wr); /* a read end: never writable */
+	tv = (struct timeval){2, 0};
+	r = select(maxfd + 1, &rd, &wr, NULL, &tv);
+	say("3p select(read: both pipes, write: a write end and a read end): %s; read bits %s %s, "
+	    "write bits %s %s",
+	    rs(r, errno), yn(FD_ISSET(p[0], &rd)), yn(FD_ISSET(q[0], &rd)), yn(FD_ISSET(p[1], &wr)),
+	    yn(FD_ISSET(q[0], &wr)));
+	check(r == 2, "3p both");
+	if (read(q[0], c, sizeof c) != 1)
+		die("read");
+
+	begin("3q");
+	close(q[1]);
+	FD_ZERO(&rd);
+	FD_SET(q[0], &rd);
+	r = select(q[0] + 1, &rd, NULL, NULL, NULL);
+	say("3q select(read: a pipe whose write end is closed, no timeout): %s, set: %s",
+	    rs(r, errno), yn(FD_ISSET(q[0], &rd)));
+	check(r == 1, "3q");
+	close(q[0]);
+
+	begin("3r");
+	int gone[2]; /* descriptor numbers below FD_SETSIZE, closed */
+	xpipe(gone);
+	close2(gone);
+	if (fcntl(gone[1], F_GETFD) != -1 || errno != EBADF)
+		die("a closed descriptor is open");
+	FD_ZERO(&rd);
+	FD_SET(p[0], &rd);
+	FD_SET(gone[1], &rd);
+	tv = (struct timeval){0, 100000};
+	t0 = now_ms();
+	r = select((p[0] > gone[1] ? p[0] : gone[1]) + 1, &rd, NULL, NULL, &tv);
+	say("3r select(read: a pipe and a descriptor not open, 100 ms): %s, %s", rs(r, errno),
+	    quick(t0));
+	check(r < 0 && errno == EBADF, "3r");
+
+	begin("3s");
+	FD_ZERO(&rd);
+	FD_SET(p[0], &rd);
+	struct timespec pts = {0, 100000000L};
+	t0 = now_ms();
+	r = pselect(p[0] + 1, &rd, NULL, NULL, &pts, NULL);
+	say("3s pselect(read: an empty pipe, 100 ms): %s, %s", rs(r, errno), timed(t0, 90));
+	check(r == 0, "3s");
+	close2(p);
 }
 
 /* ---- 4: epoll_wait ------------------------------------------------------------------ */
@@ -921,13 +1204,8 @@ static int still_waiting_after_signal(pthread_t t, struct blk *b)
 	return !atomic_load(&b->done);
 }
 
-static const char *yn(int b)
-{
-	return b ? "yes" : "no";
-}
-
-static void interrupted_case(const char *name, const char *what, long (*fn)(struct blk *),
-			     int fd, int tmo_ms)
+static void interrupted_case(const char *name, const char *what, long (*fn)(struct blk *), int fd,
+			     int tmo_ms)
 {
 	static struct blk b;
 	pthread_t t;
@@ -978,8 +1256,7 @@ static void s5_signals(void)
 	xpipe(q);
 	fill_pipe(q[1]);
 	memset(b.buf, 'w', sizeof b.buf);
-	interrupted_case("5d", "write of 4 KiB to a full pipe, no SA_RESTART", do_write4k, q[1],
-			 0);
+	interrupted_case("5d", "write of 4 KiB to a full pipe, no SA_RESTART", do_write4k, q[1], 0);
 
 	/* With SA_RESTART: read, recv, accept and write go on waiting. */
 	set_handler(SIGUSR1, on_usr1, SA_RESTART);
@@ -1050,12 +1327,18 @@ static void s5_signals(void)
 	interrupted_case("5l", "epoll_wait(10 s) on an empty pipe, SA_RESTART", do_epoll, ep,
 			 10000);
 	close(ep);
+	interrupted_case("5m", "select(read, no timeout) of an empty pipe, SA_RESTART", do_select,
+			 p[0], -1);
+	interrupted_case("5n", "select(read, 10 s) of an empty pipe, SA_RESTART", do_select, p[0],
+			 10000);
 	set_timeo(s[0], SO_RCVTIMEO, 10000);
-	interrupted_case("5m", "recv with SO_RCVTIMEO 10 s, SA_RESTART", do_recv, s[0], 0);
+	interrupted_case("5o", "recv with SO_RCVTIMEO 10 s, SA_RESTART", do_recv, s[0], 0);
 	set_timeo(s[0], SO_RCVTIMEO, 0);
 
 	/* An ignored signal interrupts nothing. */
-	begin("5n");
+	begin("5p");
+	close2(p); /* a fresh pipe: nothing left from the case before */
+	xpipe(p);
 	set_handler(SIGUSR2, SIG_IGN, 0);
 	blk_start(&t, &b, do_read, p[0]);
 	pthread_kill(t, SIGUSR2);
@@ -1063,11 +1346,13 @@ static void s5_signals(void)
 	waiting = !atomic_load(&b.done);
 	write_all(p[1], "i", 1);
 	xjoin(t, NULL);
-	say("5n read, SIGUSR2 ignored (SIG_IGN): still waiting: %s, then %s", yn(waiting),
+	say("5p read, SIGUSR2 ignored (SIG_IGN): still waiting: %s, then %s", yn(waiting),
 	    rs(b.ret, b.err));
-	check(waiting && b.ret == 1, "5n");
+	check(waiting && b.ret == 1, "5p");
 
-	begin("5o");
+	begin("5q");
+	close2(p); /* a fresh pipe: nothing left from the case before */
+	xpipe(p);
 	set_handler(SIGURG, SIG_DFL, 0); /* default action: ignore */
 	blk_start(&t, &b, do_read, p[0]);
 	pthread_kill(t, SIGURG);
@@ -1075,13 +1360,29 @@ static void s5_signals(void)
 	waiting = !atomic_load(&b.done);
 	write_all(p[1], "u", 1);
 	xjoin(t, NULL);
-	say("5o read, SIGURG (default: ignored): still waiting: %s, then %s", yn(waiting),
+	say("5q read, SIGURG (default: ignored): still waiting: %s, then %s", yn(waiting),
 	    rs(b.ret, b.err));
-	check(waiting && b.ret == 1, "5o");
+	check(waiting && b.ret == 1, "5q");
+
+	begin("5r");
+	close2(p);
+	xpipe(p);
+	b.tmo_ms = -1;
+	blk_start(&t, &b, do_poll, p[0]);
+	pthread_kill(t, SIGUSR2); /* still SIG_IGN */
+	nap_ms(100);
+	waiting = !atomic_load(&b.done);
+	write_all(p[1], "i", 1);
+	xjoin(t, NULL);
+	say("5r poll(POLLIN, -1), SIGUSR2 ignored (SIG_IGN): still waiting: %s, then %s",
+	    yn(waiting), rs(b.ret, b.err));
+	check(waiting && b.ret == 1, "5r");
 
 	/* A signal the thread blocks stays pending: the read is not
 	 * interrupted, and the handler runs when the thread unblocks it. */
-	begin("5p");
+	begin("5s");
+	close2(p); /* a fresh pipe: nothing left from the case before */
+	xpipe(p);
 	sig_after_unblock = 0;
 	set_handler(SIGUSR1, on_usr1, 0);
 	sigset_t usr1, old;
@@ -1097,10 +1398,10 @@ static void s5_signals(void)
 	int ran_while_blocked = handled > before;
 	write_all(p[1], "b", 1);
 	xjoin(t, NULL);
-	say("5p read, SIGUSR1 blocked in the thread: still waiting: %s, handler ran: %s, then %s; "
+	say("5s read, SIGUSR1 blocked in the thread: still waiting: %s, handler ran: %s, then %s; "
 	    "the handler ran once the thread unblocked it: %s",
 	    yn(waiting), yn(ran_while_blocked), rs(b.ret, b.err), yn(sig_after_unblock));
-	check(waiting && !ran_while_blocked && b.ret == 1 && sig_after_unblock, "5p");
+	check(waiting && !ran_while_blocked && b.ret == 1 && sig_after_unblock, "5s");
 
 	close2(p);
 	close2(s);
@@ -1485,6 +1786,17 @@ static void s10_eof(void)
 	say("10d and the other direction still works: %s \"%.4s\"", rs(b.ret, b.err), b.buf);
 	check(b.ret == 4, "10d");
 	close2(s);
+
+	begin("10e");
+	xpipe(p);
+	fill_pipe(p[1]);
+	memset(b.buf, 'w', sizeof b.buf);
+	blk_start(&t, &b, do_write4k, p[1]);
+	close(p[0]); /* SIGPIPE is ignored: EPIPE */
+	xjoin(t, NULL);
+	say("10e write to a full pipe whose read end is closed meanwhile: %s", rs(b.ret, b.err));
+	check(b.ret < 0 && b.err == EPIPE, "10e");
+	close(p[1]);
 }
 
 /* ---- 11: cancellation ---------------------------------------------------------- */
@@ -1574,8 +1886,9 @@ static void s11_cancel(void)
 		die("epoll");
 	cancel_case("11g", "epoll_wait(-1)", do_epoll, ep, -1);
 	close(ep);
+	cancel_case("11h", "select(read, no timeout)", do_select, p[0], -1);
 
-	begin("11h");
+	begin("11i");
 	static struct blk b;
 	pthread_t t;
 	void *ret;
@@ -1585,14 +1898,14 @@ static void s11_cancel(void)
 	atomic_store(&b.cleanup_ran, 0);
 	xcreate(&t, cancel_main, &b);
 	xjoin(t, &ret);
-	say("11h read of a ready pipe with a cancellation pending: %s, cleanup ran: %s",
+	say("11i read of a ready pipe with a cancellation pending: %s, cleanup ran: %s",
 	    ret == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "returned", yn(b.cleanup_ran));
-	check(ret == PTHREAD_CANCELED, "11h");
+	check(ret == PTHREAD_CANCELED, "11i");
 	char c;
 	if (read(p[0], &c, 1) != 1) /* the byte was not taken */
 		die("read");
 
-	begin("11i");
+	begin("11j");
 	b.fn = do_read_disabled;
 	b.fd = p[0];
 	atomic_store(&b.entered, 0);
@@ -1607,20 +1920,21 @@ static void s11_cancel(void)
 	int waiting = !atomic_load(&b.done);
 	write_all(p[1], "e", 1);
 	xjoin(t, &ret);
-	say("11i read with cancellation disabled, cancelled: still waiting: %s, read %s, then at "
+	say("11j read with cancellation disabled, cancelled: still waiting: %s, read %s, then at "
 	    "pthread_testcancel: %s",
-	    yn(waiting), rs(b.ret, b.err), ret == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "returned");
-	check(waiting && b.ret == 1 && ret == PTHREAD_CANCELED, "11i");
+	    yn(waiting), rs(b.ret, b.err),
+	    ret == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "returned");
+	check(waiting && b.ret == 1 && ret == PTHREAD_CANCELED, "11j");
 
 	/* The pipe and the socket still work for others after all that. */
-	begin("11j");
+	begin("11k");
 	write_all(p[1], "f", 1);
 	write_all(s[1], "g", 1);
 	char c2;
 	long r1 = read(p[0], &c, 1), r2 = recv(s[0], &c2, 1, 0);
-	say("11j the pipe and socket afterwards: %s '%c', %s '%c'", rs(r1, errno), c, rs(r2, errno),
+	say("11k the pipe and socket afterwards: %s '%c', %s '%c'", rs(r1, errno), c, rs(r2, errno),
 	    c2);
-	check(r1 == 1 && c == 'f' && r2 == 1 && c2 == 'g', "11j");
+	check(r1 == 1 && c == 'f' && r2 == 1 && c2 == 'g', "11k");
 	close2(p);
 	close2(s);
 }

@@ -1,0 +1,215 @@
+/* Preemption: a ULT that runs longer than a slice without a scheduling
+ * point gives way to the other ULTs of its worker.
+ *
+ * Who decides: the monitor (carrier.c) looks at every worker every half
+ * slice while any runs a ULT. A worker whose switch count (n_switches) and
+ * current ULT have not changed for wf_rt.preempt_ns gets WF_SIG_PREEMPT,
+ * sent to its carrier's kernel thread (tgkill). The signal is the only
+ * message: its handler, running on that kernel thread at whatever
+ * instruction it interrupted, finds the rest itself.
+ *
+ * What the handler does (on_preempt): if the kernel thread runs a ULT of
+ * a worker (not the worker's loop, a spare's home, a system call section
+ * or a foreign thread: wf_worker_self() and w->current say which), and the
+ * interrupted instruction is one where giving way is safe (below), it
+ * switches the ULT away as a yield does (WF_AFTER_PREEMPT: it goes to the
+ * back of its worker's queues) from inside the handler. The signal frame
+ * stays on the ULT's stack; when a worker runs the ULT again - on this
+ * kernel thread or another - the switch returns into the handler, which
+ * returns to the interrupted instruction through sigreturn. Two things in
+ * the frame belong to the kernel thread rather than the ULT, and sigreturn
+ * would install them on whichever kernel thread resumes it: the signal
+ * mask and the alternate signal stack. The handler writes the current
+ * kernel thread's into the frame before it returns.
+ *
+ * Where giving way is safe - "signal-yield only where provably safe": the
+ * interrupted instruction is in none of the objects whose state a yield
+ * could leave half-changed for another ULT of the same kernel thread to
+ * trip on: weft itself (its scheduler, queues and locks: the handler uses
+ * them), the C library and the dynamic linker (malloc's arenas, stdio's
+ * and the loader's locks are taken with futexes that would block the
+ * worker if a ULT of the same worker wanted them while their holder is
+ * preempted), the C++ runtime and libgcc's unwinder (static-init guards,
+ * the exception machinery). Anywhere else - the program's own code, the
+ * libraries it brings, including OpenMP's spin loops and its futex waits
+ * returning from the kernel - a preemption is what the kernel does to a
+ * kernel thread at any instruction: a ULT's registers, its stack, its
+ * thread pointer (installed by the switch) and its errno (saved and
+ * restored around the handler) go with it. The ranges are found once, at
+ * start (dl_iterate_phdr); a program that links weft statically puts its
+ * own code in weft's range, and is then never preempted. Elsewhere the
+ * signal is dropped: the monitor sends another after the next slice.
+ *
+ * A ULT without a thread pointer of its own (weft_create's default) shares
+ * its worker's thread-locals; code may hold the address of one in a
+ * register at any instruction, so such a ULT, once preempted, is bound to
+ * its worker until it runs again.
+ *
+ * A worker whose scheduler keeps time itself (a tick operation: prio,
+ * where SCHED_RR has its own slices and SCHED_FIFO none) is asked instead
+ * (tick): the ULT gives way only if the scheduler says so - at any safe
+ * instruction, not only at the next scheduling point.
+ *
+ * The same signal delivers what must not wait for the ULT's next
+ * scheduling point (wf_preempt_hook, set by the synchronization layer):
+ * signals pthread_kill sent to a running ULT, and an asynchronous
+ * cancellation. They are acted on where a preemption would be, before the
+ * yield.
+ *
+ * Weft's own critical sections are never interrupted by a yield: a
+ * switch, a queue operation, a lock - all run in weft's text, where the
+ * handler does nothing. The handler itself runs with the ULT's worker
+ * consistent, since the interrupted code was not weft's.
+ *
+ * Not in sanitizer builds: their runtimes take signals at their own safe
+ * points, and their per-thread state does not survive a ULT moving inside
+ * a handler.
+ */
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "sched/carrier.h"
+#include "sched/preempt.h"
+#include "util/sys.h"
+
+void (*wf_preempt_hook)(wf_ult_t *u);
+
+#define MAX_RANGES 32
+static struct {
+	uintptr_t lo, hi;
+} ranges[MAX_RANGES];
+static int nranges;
+static int installed;
+static struct sigaction old_action;
+
+/* Is pc in an object where a yield is not safe? */
+static int unsafe_pc(uintptr_t pc)
+{
+	for (int i = 0; i < nranges; i++)
+		if (pc >= ranges[i].lo && pc < ranges[i].hi)
+			return 1;
+	return 0;
+}
+
+static int excluded(const char *name)
+{
+	static const char *const names[] = {"/libc.so.",     "/ld-linux",  "/libweft",
+					    "/libstdc++.so", "/libgcc_s.so", "/libpthread.so"};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strstr(name, names[i]))
+			return 1;
+	return 0;
+}
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t me = (uintptr_t)&add_object;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz)
+			mine = 1;
+	}
+	if (!mine && !excluded(info->dlpi_name ? info->dlpi_name : ""))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			ranges[nranges].lo = info->dlpi_addr + ph->p_vaddr;
+			ranges[nranges].hi = ranges[nranges].lo + ph->p_memsz;
+			nranges++;
+		}
+	}
+	return 0;
+}
+
+static uintptr_t interrupted_pc(const ucontext_t *uc)
+{
+#if defined(__x86_64__)
+	return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	return (uintptr_t)uc->uc_mcontext.pc;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+static void on_preempt(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	(void)si;
+	int saved = errno;
+	ucontext_t *uc = ucv;
+	wf_worker_t *w = wf_worker_self();
+	wf_ult_t *u = w ? w->current : NULL;
+	uintptr_t pc = interrupted_pc(uc);
+	if (!u || !pc || unsafe_pc(pc))
+		goto out;
+	if (wf_preempt_hook)
+		wf_preempt_hook(u); /* pending signals, asynchronous cancellation */
+	/* A scheduler that keeps time itself (prio: SCHED_RR's slices, and
+	 * SCHED_FIFO, which no slice ends) decides. */
+	if (w->sched_ops->tick &&
+	    !(w->sched_ops->tick(w->sched_state, wf_now_ns()) & WEFT_SCHED_PUT_RESCHED))
+		goto out;
+	int bind = !u->tp && u->bound_worker < 0;
+	if (bind)
+		u->bound_worker = w->id;
+	wf_worker_t *back = wf_preempt_yield(w, u);
+	if (bind)
+		u->bound_worker = -1;
+	if (back) {
+		/* Resumed, maybe on another kernel thread: sigreturn must
+		 * install this one's mask and signal stack, not the old one's. */
+		sigset_t m;
+		if (WF_SYS(pthread_sigmask)(SIG_BLOCK, NULL, &m) == 0)
+			uc->uc_sigmask = m;
+		stack_t ss;
+		if (sigaltstack(NULL, &ss) == 0)
+			uc->uc_stack = ss;
+	}
+out:
+	errno = saved;
+}
+
+int wf_preempt_start(void)
+{
+	if (WF_ASAN || WF_TSAN || wf_rt.preempt_ns <= 0 || installed)
+		return 0;
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	wf_rt.preempt_ns = 0;
+	return 0;
+#endif
+	nranges = 0;
+	dl_iterate_phdr(add_object, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_preempt;
+	/* SA_NODEFER: the handler may switch away for a long time; the signal
+	 * must not stay blocked on this kernel thread meanwhile. SA_RESTART:
+	 * a system call it interrupts goes on, as if nothing happened. Not
+	 * SA_ONSTACK: the frame must be on the ULT's own stack. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(WF_SIG_PREEMPT, &sa, &old_action) != 0) {
+		wf_rt.preempt_ns = 0;
+		return 0;
+	}
+	installed = 1;
+	return 0;
+}
+
+void wf_preempt_stop(void)
+{
+	if (!installed)
+		return;
+	sigaction(WF_SIG_PREEMPT, &old_action, NULL);
+	installed = 0;
+}
