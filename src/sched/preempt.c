@@ -96,7 +96,7 @@ static int unsafe_pc(uintptr_t pc)
 
 static int excluded(const char *name)
 {
-	static const char *const names[] = {"/libc.so.",     "/ld-linux",  "/libweft",
+	static const char *const names[] = {"/libc.so.",     "/ld-linux",    "/libweft",
 					    "/libstdc++.so", "/libgcc_s.so", "/libpthread.so"};
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
 		if (strstr(name, names[i]))
