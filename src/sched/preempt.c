@@ -40,6 +40,9 @@
  * own code in weft's range, and is then never preempted. Elsewhere the
  * signal is dropped: the monitor sends another after the next slice.
  *
+ * Nor is a handler of the program's that runs on the alternate signal
+ * stack (SA_ONSTACK) interrupted: that stack belongs to the kernel thread.
+ *
  * A ULT without a thread pointer of its own (weft_create's default) shares
  * its worker's thread-locals; code may hold the address of one in a
  * register at any instruction, so such a ULT, once preempted, is bound to
@@ -151,6 +154,12 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 	wf_ult_t *u = w ? w->current : NULL;
 	uintptr_t pc = interrupted_pc(uc);
 	if (!u || !pc || unsafe_pc(pc))
+		goto out;
+	/* Interrupting a handler of the program's that runs on the signal
+	 * stack (SA_ONSTACK): that stack is the kernel thread's, not the
+	 * ULT's, and must not go with it. */
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_ONSTACK))
 		goto out;
 	if (wf_preempt_hook)
 		wf_preempt_hook(u); /* pending signals, asynchronous cancellation */
