@@ -18,6 +18,15 @@
  *                    C client threads, each making --roundtrips round trips
  *                    of 64 bytes, the same three ways (one row group per C
  *                    of --conns)
+ *   preempt_yield    what preemption (src/sched/preempt.c) costs a
+ *   preempt_create_join  switch-heavy load: micro's yield body (two ULTs
+ *                    bound to worker 0 yielding to each other, ns per
+ *                    switch) and create_join body (weft_create + weft_join
+ *                    of an empty ULT, default attributes), each in a
+ *                    session with preempt_ns = 10 ms (weft) and one with
+ *                    preempt_ns = -1 (weft-nopreempt), otherwise the same
+ *                    configuration, in the same alternating trials; the
+ *                    weft row's note gives the difference in percent
  *
  * The pipe and TCP loops are written once (io_work.c) over a table of thread
  * operations. The pthread and weft-preload systems run them in weft-io-prog,
@@ -414,6 +423,124 @@ static int tcp_prog(const wb_case_t *c, long n, wb_sample_t *s)
 	return 0;
 }
 
+/* ---- preemption on and off: micro's switch-heavy bodies ----------------- */
+
+/* The preemption slice of the weft rows: weft's default, set explicitly so
+ * that WEFT_PREEMPT_NS does not change what the row measures. */
+#define PREEMPT_ON_NS 10000000L
+
+/* A weft session as wb_weft_session's (weft_config_init with the
+ * environment applied, c->context, --workers, --pin), but with preempt_ns =
+ * c->iarg[0]: the two systems of a preempt_* group differ in that alone. */
+static int preempt_session(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	weft_config_t cfg;
+	int rc = weft_config_init(&cfg);
+	if (rc) {
+		ERR(s, "weft_config_init: %s", strerror(rc));
+		return rc;
+	}
+	cfg.context = c->context;
+	if (c->opts->workers > 0)
+		cfg.workers = c->opts->workers;
+	if (c->opts->pin >= 0)
+		cfg.pin = c->opts->pin;
+	cfg.preempt_ns = c->iarg[0];
+	rc = weft_init(&cfg);
+	if (rc) {
+		ERR(s, "weft_init (preempt_ns=%ld): %s", cfg.preempt_ns, strerror(rc));
+		return rc;
+	}
+	int brc = c->inner(c, n, s);
+	/* EBUSY until every other ULT has exited; the bodies join all they
+	 * create, so this only waits out an exit in progress. */
+	rc = EBUSY;
+	for (int i = 0; i < 1000000 && rc == EBUSY; i++) {
+		rc = weft_shutdown();
+		if (rc == EBUSY)
+			weft_yield();
+	}
+	if (rc && !brc)
+		ERR(s, "weft_shutdown: %s", strerror(rc));
+	return brc ? brc : rc;
+}
+
+static void *pre_noop(void *arg)
+{
+	return arg;
+}
+
+static void *pre_yielder(void *p)
+{
+	long n = *(const long *)p;
+	for (long i = 0; i < n; i++)
+		weft_yield();
+	return NULL;
+}
+
+/* micro's yield body: two ULTs bound to worker 0, each calling weft_yield
+ * n times, created and joined inside the timing: 2n switches. */
+static int pre_yield(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	weft_attr_t a;
+	weft_t t[2];
+	int rc = weft_attr_init(&a);
+	if (!rc)
+		rc = weft_attr_setworker(&a, 0);
+	if (rc) {
+		ERR(s, "weft_attr_setworker: %s", strerror(rc));
+		return rc;
+	}
+	int64_t t0 = wb_now_ns();
+	rc = weft_create(&t[0], &a, pre_yielder, &n);
+	if (rc) {
+		ERR(s, "weft_create: %s", strerror(rc));
+		weft_attr_destroy(&a);
+		return rc;
+	}
+	rc = weft_create(&t[1], &a, pre_yielder, &n);
+	if (rc)
+		ERR(s, "weft_create: %s", strerror(rc));
+	for (int i = 0; i < (rc ? 1 : 2); i++) {
+		int jrc = weft_join(t[i], NULL);
+		if (jrc && !rc) {
+			ERR(s, "weft_join: %s", strerror(jrc));
+			rc = jrc;
+		}
+	}
+	s->elapsed_ns = (double)(wb_now_ns() - t0);
+	weft_attr_destroy(&a);
+	if (rc)
+		return rc;
+	s->value = s->elapsed_ns / (2.0 * (double)n);
+	return 0;
+}
+
+/* micro's create_join body: weft_create (default attributes) + weft_join
+ * of a ULT that returns at once, n times. */
+static int pre_create_join(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	int64_t t0 = wb_now_ns();
+	for (long i = 0; i < n; i++) {
+		weft_t t;
+		int rc = weft_create(&t, NULL, pre_noop, NULL);
+		if (rc) {
+			ERR(s, "weft_create: %s (after %ld)", strerror(rc), i);
+			return rc;
+		}
+		rc = weft_join(t, NULL);
+		if (rc) {
+			ERR(s, "weft_join: %s", strerror(rc));
+			return rc;
+		}
+	}
+	s->elapsed_ns = (double)(wb_now_ns() - t0);
+	s->value = s->elapsed_ns / (double)n;
+	return 0;
+}
+
 /* ---- the suite ----------------------------------------------------------- */
 
 static void emit(wb_report_t *r, wb_row_t *rows, int n)
@@ -553,6 +680,73 @@ static void io_group(const wb_opts_t *o, wb_report_t *r, const char *bench, cons
 	emit(r, rows, g.ncases);
 }
 
+/* The issue's target: preemption on adds at most this much to a
+ * switch-heavy row. */
+#define PREEMPT_TARGET_PCT 2.0
+
+/* A preempt_* group: body with preemption on (weft) and off
+ * (weft-nopreempt) in the same alternating trials. The weft row's note
+ * and extras give its difference to weft-nopreempt: of the medians
+ * (preempt_delta_pct, checked against the target) and the median of the
+ * trials' own differences (preempt_delta_pct_paired: both systems ran in
+ * each trial, one after the other). */
+static void preempt_group(const wb_opts_t *o, wb_report_t *r, const char *bench, const char *unit,
+			  wb_run_fn body, long n0, const char *where, const char *what)
+{
+	char non[160], noff[160];
+	snprintf(non, sizeof non, "%s; preempt_ns=%ld", what, PREEMPT_ON_NS);
+	snprintf(noff, sizeof noff, "%s; preempt_ns=-1 (off)", what);
+	wb_case_t cases[] = {
+		{.system = "weft",
+		 .placement = where,
+		 .run = preempt_session,
+		 .inner = body,
+		 .context = WEFT_CONTEXT_ASM,
+		 .weft = 1,
+		 .n0 = n0,
+		 .note = non,
+		 .opts = o,
+		 .iarg = {PREEMPT_ON_NS}},
+		{.system = "weft-nopreempt",
+		 .placement = where,
+		 .run = preempt_session,
+		 .inner = body,
+		 .context = WEFT_CONTEXT_ASM,
+		 .weft = 1,
+		 .n0 = n0,
+		 .note = noff,
+		 .opts = o,
+		 .iarg = {-1}},
+	};
+	wb_group_t g = {bench, unit, cases, NCASES(cases)};
+	wb_row_t rows[NCASES(cases)];
+
+	if (!wb_selected_bench(o, g.bench))
+		return;
+	wb_run_group(o, &g, rows);
+	wb_row_t *on = find(rows, g.ncases, "weft"), *off = find(rows, g.ncases, "weft-nopreempt");
+	if (on && off && off->median > 0) {
+		double d = on->median - off->median, pct = 100.0 * d / off->median;
+		wb_row_t paired = {.nsamples = 0};
+		for (int t = 0; t < on->nsamples && t < off->nsamples; t++)
+			if (off->samples[t] > 0)
+				paired.samples[paired.nsamples++] =
+					100.0 * (on->samples[t] / off->samples[t] - 1.0);
+		wb_row_extra(on, "preempt_delta_ns", d);
+		wb_row_extra(on, "preempt_delta_pct", pct);
+		wb_row_note(on, "%+.2f%% (%+.2f ns) vs weft-nopreempt, alternating trials", pct, d);
+		if (paired.nsamples > 0) {
+			wb_row_stats(&paired);
+			wb_row_extra(on, "preempt_delta_pct_paired", paired.median);
+			wb_row_note(on, "per trial: median %+.2f%% [%+.2f, %+.2f]", paired.median,
+				    paired.min, paired.max);
+		}
+		wb_row_note(on, "target <= %.0f%%: %s", PREEMPT_TARGET_PCT,
+			    pct <= PREEMPT_TARGET_PCT ? "met" : "NOT met");
+	}
+	emit(r, rows, g.ncases);
+}
+
 /* --conns: comma-separated connection counts. */
 static int parse_conns(const char *s, long *v, int max)
 {
@@ -656,13 +850,16 @@ int wb_io_main(const wb_opts_t *o)
 	else
 		snprintf(weft_desc, sizeof weft_desc,
 			 "weft %s, %d workers, pinned: %s, syscall_ns=%ld (hand-over threshold; "
-			 "<0: never), spares=%d",
+			 "<0: never), spares=%d, preempt_ns=%ld (<0: never; preempt_* rows set "
+			 "their own)",
 			 WEFT_VERSION_STRING, nworkers, pin == 1 ? "yes" : "no", cfg.syscall_ns,
-			 cfg.spares);
+			 cfg.spares, cfg.preempt_ns);
 	snprintf(place, sizeof place,
 		 "nothing pinned or bound. pthread getppid/pread: one glibc thread; weft: ULTs "
 		 "with default attributes on any worker; pipe/tcp pthread and weft-preload: "
-		 "weft-io-prog, a process per run (preload: its own runtime, %s workers)",
+		 "weft-io-prog, a process per run (preload: its own runtime, %s workers); "
+		 "preempt_yield: both ULTs bound to worker 0, as micro's yield; "
+		 "preempt_create_join: default attributes, any worker",
 		 o->workers > 0 ? "the same" : "default");
 	snprintf(trials_desc, sizeof trials_desc,
 		 "%d after 1 warm-up, systems alternating within each trial, ~%g ms per "
@@ -750,6 +947,12 @@ int wb_io_main(const wb_opts_t *o)
 			 "the same binary, LD_PRELOAD");
 	}
 
+	/* 4. What preemption costs a switch-heavy load. */
+	preempt_group(o, &r, "preempt_yield", "ns/switch", pre_yield, 1000, "worker 0",
+		      "2 ULTs bound to worker 0 x n weft_yield (micro's yield)");
+	preempt_group(o, &r, "preempt_create_join", "ns/pair", pre_create_join, 1000, "any",
+		      "weft_create + weft_join of an empty ULT (micro's create_join)");
+
 	wb_report_footer(
 		&r,
 		"\nmedian [min, max] over the trials. vs pthread = median / the pthread median "
@@ -759,7 +962,11 @@ int wb_io_main(const wb_opts_t *o)
 		"(getppid, pread_4k) or section_empty alone. hand-overs/RT: sections whose call "
 		"came back on another kernel thread (their worker was handed to a spare after "
 		"WEFT_SYSCALL_NS), per round trip. kernel threads after: the process's, once its "
-		"threads were joined (weft: workers' carriers, spares, monitor).\n");
+		"threads were joined (weft: workers' carriers, spares, monitor). preempt_*: weft "
+		"(preempt_ns = 10 ms; the monitor looks at a worker running a ULT every 1 ms) "
+		"against weft-nopreempt (preempt_ns = -1), sessions alike otherwise; the weft "
+		"row's note gives the difference in %% of weft-nopreempt's median, and the "
+		"median [min, max] of the trials' own differences.\n");
 	wb_report_end(&r);
 	return 0;
 }

@@ -111,7 +111,8 @@ enum { CMD_NONE = 0, CMD_CARRY, CMD_ADOPT, CMD_EXIT };
 
 enum { HOME_STACK_SIZE = 256 * 1024 };
 #define MONITOR_MAX_NS 1000000ull
-#define RUN_POLL_NS    1000000ull
+#define STUCK_POLL_NS  1000000ull
+#define STUCK_KEEP_NS  50000000ull
 
 typedef struct wf_carrier {
 	pthread_t thread;  /* written by its creator, for the join */
@@ -415,12 +416,13 @@ void wf_preempt_kick(wf_worker_t *w)
 		syscall(SYS_tgkill, getpid(), c->tid, WF_SIG_PREEMPT);
 }
 
-/* What a sweep saw. */
-enum { SAW_SECTION = 1, SAW_RUNNING = 2 };
+/* What a sweep saw: a section open, a worker running a ULT, one that has
+ * made no decision since the last sweep. */
+enum { SAW_SECTION = 1, SAW_RUNNING = 2, SAW_STUCK = 4 };
 
 /* Worker i runs a ULT (current, not asleep, not in a section): signal it if
  * it has made no scheduling decision for a slice. */
-static void watch_run(int i, wf_worker_t *w, uint64_t now)
+static int watch_run(int i, wf_worker_t *w, uint64_t now)
 {
 	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
 	wf_ult_t *u = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
@@ -429,7 +431,8 @@ static void watch_run(int i, wf_worker_t *w, uint64_t now)
 	uint64_t cpu = c && clock_gettime(c->cpu_clk, &ts) == 0
 			       ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec
 			       : 0;
-	if (n != cr.run_n[i] || u != cr.run_u[i]) {
+	int stuck = n == cr.run_n[i] && u == cr.run_u[i];
+	if (!stuck) {
 		cr.run_n[i] = n;
 		cr.run_u[i] = u;
 		cr.run_ns[i] = now;
@@ -447,6 +450,7 @@ static void watch_run(int i, wf_worker_t *w, uint64_t now)
 			wf_preempt_kick(w);
 	}
 	cr.run_cpu[i] = cpu;
+	return stuck;
 }
 
 /* Look at every worker: retake those whose section is the one seen at
@@ -465,7 +469,8 @@ static int sweep(void)
 			    atomic_load_explicit(&w->sleep_state, memory_order_relaxed) !=
 				    WF_SLEEPING) {
 				open |= SAW_RUNNING;
-				watch_run(i, w, now);
+				if (watch_run(i, w, now))
+					open |= SAW_STUCK;
 			}
 			continue;
 		}
@@ -493,12 +498,14 @@ static void *monitor_main(void *arg)
 	uint64_t base = wf_rt.syscall_ns > 0 ? (uint64_t)wf_rt.syscall_ns / 2 : MONITOR_MAX_NS;
 	if (base < 1000)
 		base = 1000;
-	/* While a ULT runs, every RUN_POLL_NS: soon enough to see a worker
-	 * whose kernel thread waits in the kernel, and half a slice at most. */
+	/* While ULTs run: every half slice while each worker makes decisions;
+	 * every STUCK_POLL_NS for STUCK_KEEP_NS after one made none since the
+	 * last look (soon enough for one whose kernel thread waits in the
+	 * kernel, as OpenMP's threads do again and again). */
 	uint64_t run_base = (uint64_t)wf_rt.preempt_ns / 2;
-	if (run_base > RUN_POLL_NS)
-		run_base = RUN_POLL_NS;
-	uint64_t delay = base; /* idle only after the fenced look below */
+	uint64_t stuck_base = run_base < STUCK_POLL_NS ? run_base : STUCK_POLL_NS;
+	uint64_t stuck_until = 0; /* the fast pace lasts STUCK_KEEP_NS after a stuck worker */
+	uint64_t delay = base;    /* idle only after the fenced look below */
 	while (!atomic_load_explicit(&cr.monitor_word, memory_order_acquire)) {
 		struct timespec rel = {(time_t)(delay / 1000000000u), (long)(delay % 1000000000u)};
 		if (delay)
@@ -507,7 +514,11 @@ static void *monitor_main(void *arg)
 			wf_futex_wait(&wf_monitor_idle, 1, NULL);
 		int saw = sweep();
 		if (saw) {
-			delay = saw & SAW_SECTION ? base : run_base;
+			if (saw & SAW_STUCK)
+				stuck_until = wf_now_ns() + STUCK_KEEP_NS;
+			delay = saw & SAW_SECTION           ? base
+				: wf_now_ns() < stuck_until ? stuck_base
+							    : run_base;
 			atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
 		} else if (delay && delay < MONITOR_MAX_NS) {
 			delay *= 2;
@@ -518,7 +529,9 @@ static void *monitor_main(void *arg)
 			atomic_store_explicit(&wf_monitor_idle, 1, memory_order_relaxed);
 			wf_fence_heavy();
 			if ((saw = sweep())) {
-				delay = saw & SAW_SECTION ? base : run_base;
+				delay = saw & SAW_SECTION ? base
+					: saw & SAW_STUCK ? stuck_base
+							  : run_base;
 				atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
 			} else {
 				delay = 0;
