@@ -76,10 +76,13 @@ WF_HIDDEN int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flag
 enum { WF_FD_UNKNOWN = 0, WF_FD_STREAM, WF_FD_OTHER };
 WF_HIDDEN int wf_io_kind(int fd);
 WF_HIDDEN void wf_io_set_kind(int fd, int kind);
-/* The program changed fd's blocking mode or timeouts (fcntl F_SETFL,
- * ioctl FIONBIO, setsockopt), or closed or replaced it (close, dup2):
- * forget what was learned of it. */
+/* The program closed or replaced fd (close, dup2, dup3): forget what was
+ * learned of it. */
 WF_HIDDEN void wf_io_forget(int fd);
+/* The program changed some descriptor's blocking mode or timeouts (fcntl
+ * F_SETFL, ioctl FIONBIO, setsockopt): it may have done so through a dup,
+ * so nothing learned of any descriptor's mode is trusted any longer. */
+WF_HIDDEN void wf_io_forget_all(void);
 /* One descriptor of a wait for several (wf_io_wait_many): the caller
  * fills fd and events; the rest is the poller's while the wait lasts. */
 typedef struct wf_iolink {

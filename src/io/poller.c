@@ -53,8 +53,10 @@
  *   trusted while the arm finds the registration of the same open file in
  *   place (a close takes it out of the kernel's instance: the arm then
  *   adds, and the answer is made again). The program's own changes of the
- *   mode (fcntl F_SETFL, ioctl FIONBIO, setsockopt) and its close and dup2
- *   go through libweft-pthread.so, which forgets the answer
+ *   mode (fcntl F_SETFL, ioctl FIONBIO, setsockopt) go through
+ *   libweft-pthread.so, which makes every answer be made again
+ *   (wf_io_forget_all: the change may have been made through a dup of
+ *   the descriptor); its close, dup2 and dup3 forget the number's
  *   (wf_io_forget). Another process that shares the open file and changes
  *   its mode is not seen.
  *
@@ -109,6 +111,7 @@ typedef struct wf_iofd {
 	uint32_t armed;          /* WF_IO_* of the registration not yet reported; under lock */
 	int added;               /* the backend's hint (io.h, arm); under lock */
 	uint8_t verdict;         /* V_*: what a call on it does; under lock */
+	uint32_t vgen;           /* verdict_gen when the verdict was made; under lock */
 	_Atomic uint8_t kind;    /* WF_FD_*: a hint, read and written without the lock */
 	struct wf_iolink *links; /* waits for several descriptors (wf_io_wait_many) that
 	                            include this one; under lock */
@@ -155,6 +158,10 @@ static wf_iofd_t *entry(int fd, int make)
 	return c ? &c[(unsigned)fd & (CHUNK - 1)] : NULL;
 }
 
+/* Bumped when any descriptor's mode or timeouts change (wf_io_forget_all):
+ * descriptors made by dup share them, so every verdict is made again. */
+static atomic_uint verdict_gen;
+
 /* What a call on fd does (V_*). Raw system calls: libweft-pthread.so
  * defines fcntl. */
 static uint8_t verdict_of(int fd)
@@ -195,6 +202,11 @@ void wf_io_forget(int fd)
 	d->verdict = 0;
 	atomic_store_explicit(&d->kind, WF_FD_UNKNOWN, memory_order_relaxed);
 	wf_spin_unlock(&d->lock);
+}
+
+void wf_io_forget_all(void)
+{
+	atomic_fetch_add_explicit(&verdict_gen, 1, memory_order_acq_rel);
 }
 
 /* A report: wake every waiter of fd. Never yields (the callers are
@@ -494,8 +506,11 @@ int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags)
 		return e;
 	}
 	if (ifblocks) {
-		if (!(d->verdict & V_KNOWN))
+		unsigned gen = atomic_load_explicit(&verdict_gen, memory_order_acquire);
+		if (!(d->verdict & V_KNOWN) || d->vgen != gen) {
 			d->verdict = verdict_of(fd);
+			d->vgen = gen;
+		}
 		if (!(d->verdict & (events & WF_IO_OUT ? V_OUT_WAITS : V_IN_WAITS))) {
 			/* Armed for nothing: a report may wake nobody, which
 			 * costs nothing. */

@@ -340,9 +340,10 @@ WF_PX_API ssize_t read(int fd, void *buf, size_t n)
 	wf_testcancel();
 	struct iovec v = {buf, n};
 	ssize_t r;
-	if (sock_read(fd, &v, 1, &r))
+	/* A read of nothing returns at once, ready or not. */
+	if (n && sock_read(fd, &v, 1, &r))
 		return r;
-	if (await_ready(fd, WF_IO_IN) < 0)
+	if (n && await_ready(fd, WF_IO_IN) < 0)
 		return -1;
 	wf_ult_t *u = wf_section_begin();
 	r = f(fd, buf, n);
@@ -441,7 +442,9 @@ WF_PX_API ssize_t write(int fd, const void *buf, size_t n)
 	WF_REAL(f, ssize_t, write, (int, const void *, size_t))
 	wf_testcancel();
 	ssize_t r;
-	if (wf_io_usable() && is_stream(fd)) {
+	if (!n) {
+		/* A write of nothing returns at once, room or not. */
+	} else if (wf_io_usable() && is_stream(fd)) {
 		struct iovec v = {(void *)buf, n};
 		struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
 		if (sock_send(fd, &m, 0, &r))
@@ -826,7 +829,7 @@ WF_PX_API int fcntl(int fd, int cmd, ...)
 	va_end(ap);
 	if (cmd == F_SETFL) {
 		int r = f(fd, cmd, arg);
-		wf_io_forget(fd); /* O_NONBLOCK may have changed */
+		wf_io_forget_all(); /* O_NONBLOCK may have changed, for every dup */
 		return r;
 	}
 	if (cmd != F_SETLKW && cmd != F_OFD_SETLKW)
@@ -878,7 +881,7 @@ WF_PX_API int setsockopt(int fd, int level, int opt, const void *v, socklen_t le
 				    || opt == SO_RCVTIMEO_NEW || opt == SO_SNDTIMEO_NEW
 #endif
 				    ))
-		wf_io_forget(fd);
+		wf_io_forget_all();
 	return r;
 }
 
@@ -892,6 +895,6 @@ WF_PX_API int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	int r = f(fd, req, arg);
 	if (req == FIONBIO)
-		wf_io_forget(fd);
+		wf_io_forget_all();
 	return r;
 }

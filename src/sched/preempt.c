@@ -50,8 +50,9 @@
  *
  * A worker whose scheduler keeps time itself (a tick operation: prio,
  * where SCHED_RR has its own slices and SCHED_FIFO none) is asked instead
- * (tick): the ULT gives way only if the scheduler says so - at any safe
- * instruction, not only at the next scheduling point.
+ * (tick) for a SCHED_FIFO or SCHED_RR ULT: it gives way only if the
+ * scheduler says so - at any safe instruction, not only at the next
+ * scheduling point. A SCHED_OTHER ULT there is sliced as anywhere.
  *
  * The same signal delivers what must not wait for the ULT's next
  * scheduling point (wf_preempt_hook, set by the synchronization layer):
@@ -69,6 +70,7 @@
  * a handler.
  */
 #include <errno.h>
+#include <sched.h>
 #include <link.h>
 #include <signal.h>
 #include <string.h>
@@ -164,8 +166,9 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 	if (wf_preempt_hook)
 		wf_preempt_hook(u); /* pending signals, asynchronous cancellation */
 	/* A scheduler that keeps time itself (prio: SCHED_RR's slices, and
-	 * SCHED_FIFO, which no slice ends) decides. */
-	if (w->sched_ops->tick &&
+	 * SCHED_FIFO, which no slice ends) decides for its real-time ULTs;
+	 * the others (SCHED_OTHER) are sliced as everywhere. */
+	if (w->sched_ops->tick && (u->sched_policy == SCHED_FIFO || u->sched_policy == SCHED_RR) &&
 	    !(w->sched_ops->tick(w->sched_state, wf_now_ns()) & WEFT_SCHED_PUT_RESCHED))
 		goto out;
 	int bind = !u->tp && u->bound_worker < 0;

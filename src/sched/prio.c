@@ -44,10 +44,10 @@
  * WEFT_SCHED_PUT_RESCHED: the runtime makes the running ULT yield at the
  * point that made the other ready (a wake, a create, a priority change;
  * wf_resched_point), so a woken high-priority ULT runs at once rather than
- * at the waker's next block. A ULT that computes without such calls keeps
- * its worker: an RR slice is enforced at its next scheduling point only
- * (prio_put, when an equal ULT is made ready; prio_tick, when one is ready
- * already).
+ * at the waker's next block. An RR slice is enforced at the next
+ * scheduling point (prio_put, when an equal ULT is made ready; prio_tick,
+ * when one is ready already) and, with preemption on, by the preemption
+ * handler, which asks prio_tick at any safe instruction (preempt.c).
  *
  * Hand-offs (weft_park_handoff, the join exit hand-off) do not bypass a
  * scheduler other than steal and share: the ULT handed to is put, and get

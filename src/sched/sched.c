@@ -498,6 +498,10 @@ static inline wf_worker_t *switch_away(wf_worker_t *w, wf_ult_t *self, int actio
 
 wf_worker_t *wf_preempt_yield(wf_worker_t *w, wf_ult_t *self)
 {
+	/* A timer that expired while self ran: its ULT is among those ready
+	 * (pick_next looks at timers only once in 16 decisions). */
+	if (wf_timers_next(&w->timers) != UINT64_MAX)
+		wf_timers_poll(&w->timers, wf_now_ns());
 	wf_ult_t *next = pick_next(w);
 	if (!next)
 		return NULL;

@@ -59,10 +59,29 @@ void wf_sig_deliver(wf_ult_t *self)
 	}
 }
 
+/* Would the kernel discard sig, sent to a thread that does not block it?
+ * SIG_IGN, or the default action of those whose default is to do nothing
+ * (and SIGURG, while it is weft's preemption signal: its default is). Such
+ * a signal interrupts no wait. */
+static int ignored(int sig)
+{
+	struct sigaction sa;
+	if (sigaction(sig, NULL, &sa) != 0)
+		return 0;
+	if (sa.sa_handler == SIG_IGN)
+		return 1;
+	int quiet = sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+	return quiet && (sa.sa_handler == SIG_DFL || sig == WF_SIG_PREEMPT);
+}
+
 int wf_sig_send(wf_ult_t *u, int sig)
 {
 	if (sig <= 0 || sig > 64)
 		return EINVAL;
+	/* Discarded at once if the ULT does not block it (if it does, it
+	 * stays pending: a sigwait may take it). */
+	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig)) && ignored(sig))
+		return 0;
 	atomic_fetch_or_explicit(&u->sig_pending, bit(sig), memory_order_seq_cst);
 	/* In a system call section the ULT waits in the kernel (a read, a
 	 * sigwait): the kernel thread it runs on gets the signal itself, which
