@@ -87,6 +87,8 @@
  * home and switches to the root. Every other carrier exits when its loop
  * ends (EXIT for spares) and is joined.
  */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -422,6 +424,33 @@ enum { SAW_SECTION = 1, SAW_RUNNING = 2, SAW_STUCK = 4 };
 
 /* Worker i runs a ULT (current, not asleep, not in a section): signal it if
  * it has made no scheduling decision for a slice. */
+/* Is kernel thread tid blocked in a futex wait with no timeout? The one
+ * wait a signal interrupts invisibly: with SA_RESTART the kernel makes it
+ * again when the handler returns. Any other wait (a poll, a sigsuspend, a
+ * timed wait) would fail with EINTR, which a program that sent itself no
+ * signal need not expect - so only this one is preempted. Read from
+ * /proc (raw system calls: libweft-pthread.so defines read). */
+static int in_plain_futex_wait(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long n = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
+	syscall(SYS_close, (int)fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* "nr arg1 arg2 arg3 arg4 ...", or "running". */
+	unsigned long nr, a1, op, a3, timeout;
+	if (sscanf(buf, "%lu %lx %lx %lx %lx", &nr, &a1, &op, &a3, &timeout) != 5)
+		return 0;
+	op &= 0x7f; /* FUTEX_CMD_MASK: without PRIVATE and CLOCK_REALTIME */
+	return nr == SYS_futex && (op == 0 /* FUTEX_WAIT */ || op == 9 /* FUTEX_WAIT_BITSET */) &&
+	       timeout == 0;
+}
+
 static int watch_run(int i, wf_worker_t *w, uint64_t now)
 {
 	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
@@ -437,13 +466,13 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 		cr.run_u[i] = u;
 		cr.run_ns[i] = now;
 	} else if (now - cr.run_ns[i] >= (uint64_t)wf_rt.preempt_ns ||
-		   (cpu && cpu == cr.run_cpu[i])) {
+		   (cpu && cpu == cr.run_cpu[i] && in_plain_futex_wait(c->tid))) {
 		/* A slice without a decision - or a ULT that has not run at all
-		 * since the last sweep: its kernel thread waits in the kernel
-		 * outside a section (a futex of its own, a raw system call),
-		 * holding the worker. Either way it gives way - unless it
-		 * entered a section meanwhile, whose call the signal would
-		 * interrupt (the window left is the tgkill's own). */
+		 * since the last sweep because its kernel thread waits in a
+		 * futex of its own (OpenMP's), holding the worker. Either way
+		 * it gives way - unless it entered a section meanwhile, whose
+		 * call the signal would interrupt (the window left is the
+		 * tgkill's own). */
 		cr.run_ns[i] = now; /* the next signal after another slice */
 		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) != SYS_IN &&
 		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
