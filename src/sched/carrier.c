@@ -186,7 +186,7 @@ static void carrier_signal(wf_carrier_t *c, int cmd)
  * start. */
 static void carry(wf_carrier_t *c, wf_worker_t *w, void *cur_tp)
 {
-	w->carrier = c;
+	__atomic_store_n(&w->carrier, c, __ATOMIC_RELEASE); /* read by the monitor */
 	wf_worker_carried(w, c->tp, cur_tp, c->errno_loc, c->self, c->cpu_clk);
 	unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
 	if ((v & SYS_FLAGS) == SYS_TAKEN) {
@@ -214,7 +214,7 @@ static int spare_push(wf_carrier_t *c)
 void wf_carrier_loop_ended(wf_worker_t *w)
 {
 	wf_carrier_t *c = w->carrier;
-	w->carrier = NULL;
+	__atomic_store_n(&w->carrier, NULL, __ATOMIC_RELEASE);
 	wf_ctx_switch_final(&w->loop_ctx, &c->home, &ended_mark);
 }
 

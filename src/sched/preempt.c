@@ -195,12 +195,13 @@ out:
 
 int wf_preempt_start(void)
 {
-	if (WF_ASAN || WF_TSAN || wf_rt.preempt_ns <= 0 || installed)
-		return 0;
 #if !defined(__x86_64__) && !defined(__aarch64__)
 	wf_rt.preempt_ns = 0;
-	return 0;
 #endif
+	if (WF_ASAN || WF_TSAN)
+		wf_rt.preempt_ns = 0; /* the monitor does not watch for it either */
+	if (wf_rt.preempt_ns <= 0 || installed)
+		return 0;
 	nranges = 0;
 	dl_iterate_phdr(add_object, NULL);
 	struct sigaction sa;

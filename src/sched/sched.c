@@ -204,7 +204,7 @@ wf_worker_t *wf_switch_home(wf_ult_t *u, wf_ctx_t *home, void *home_tp)
 void wf_worker_root_leaves(wf_worker_t *w)
 {
 	__atomic_store_n(&w->current, NULL, __ATOMIC_RELAXED);
-	w->carrier = NULL;
+	__atomic_store_n(&w->carrier, NULL, __ATOMIC_RELEASE); /* the monitor reads it */
 	*tls_worker_in(w->cur_tp) = NULL;
 	*tls_worker_in(w->tp) = NULL;
 }
