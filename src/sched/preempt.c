@@ -28,7 +28,8 @@
  * interrupted instruction is in none of the objects whose state a yield
  * could leave half-changed for another ULT of the same kernel thread to
  * trip on: weft itself (its scheduler, queues and locks: the handler uses
- * them), the C library and the dynamic linker (malloc's arenas, stdio's
+ * them) and the vDSO (weft reads the clock there in the middle of a
+ * switch), the C library and the dynamic linker (malloc's arenas, stdio's
  * and the loader's locks are taken with futexes that would block the
  * worker if a ULT of the same worker wanted them while their holder is
  * preempted), the C++ runtime and libgcc's unwinder (static-init guards,
@@ -44,6 +45,10 @@
  *
  * Nor is a handler of the program's that runs on the alternate signal
  * stack (SA_ONSTACK) interrupted: that stack belongs to the kernel thread.
+ *
+ * A worker that runs a scheduler of the program's (weft_sched_install)
+ * is never preempted: its operations run inside weft's switch, in the
+ * program's code, where no range tells them apart.
  *
  * A ULT without a thread pointer of its own (weft_create's default) shares
  * its worker's thread-locals; code may hold the address of one in a
@@ -76,9 +81,11 @@
 #include <link.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <ucontext.h>
 
 #include "sched/carrier.h"
+#include "sched/policy.h"
 #include "sched/preempt.h"
 #include "util/sys.h"
 
@@ -116,11 +123,15 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	(void)arg;
 	uintptr_t me = (uintptr_t)&add_object;
+	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	int mine = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz)
+			mine = 1;
+		/* The vDSO: weft itself reads the clock there, mid-switch. */
+		if (ph->p_type == PT_LOAD && vdso && vdso >= lo && vdso < lo + ph->p_memsz)
 			mine = 1;
 	}
 	if (!mine && !excluded(info->dlpi_name ? info->dlpi_name : ""))
@@ -133,6 +144,14 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 			nranges++;
 		}
 	}
+	return 0;
+}
+
+static int is_builtin(const weft_sched_ops_t *ops)
+{
+	for (int i = 0; i < WF_SCHED_BUILTINS; i++)
+		if (ops == wf_sched_builtin[i])
+			return 1;
 	return 0;
 }
 
@@ -158,6 +177,11 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 	wf_ult_t *u = w ? w->current : NULL;
 	uintptr_t pc = interrupted_pc(uc);
 	if (!u || !pc || unsafe_pc(pc))
+		goto out;
+	/* A scheduler of the program's runs its operations inside weft's
+	 * switch, in the program's code: no instruction of that worker is
+	 * known to be outside weft. */
+	if (!is_builtin(w->sched_ops))
 		goto out;
 	/* Interrupting a handler of the program's that runs on the signal
 	 * stack (SA_ONSTACK): that stack is the kernel thread's, not the
