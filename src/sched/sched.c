@@ -102,12 +102,21 @@
  *   sides fenced). The fence is asymmetric (util/fence.h): a compiler
  *   barrier for the queuer, membarrier(2) for the worker going to sleep,
  *   which already spun for tens of microseconds.
+ *
+ *   While ULTs wait on the I/O poller (src/io/poller.c), the loop takes its
+ *   reports through wf_poll_hooks: before it spins, while it spins, and -
+ *   for one sleeping worker at a time - by sleeping in the poller instead
+ *   of on its futex; a busy worker takes them in pick_next's 1-in-16 path.
+ *
+ * Preemption (preempt.c) reuses the yield: its signal handler calls
+ * wf_preempt_yield, a switch_away with WF_AFTER_PREEMPT from inside the
+ * handler.
  */
 #include "sched/carrier.h"
 #include "sched/cpuclock.h"
-#include "sched/preempt.h"
 #include "sched/join.h"
 #include "sched/policy.h"
+#include "sched/preempt.h"
 #include "sched/prio.h"
 #include "trace/trace.h"
 #include "util/fence.h"
