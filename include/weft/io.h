@@ -10,11 +10,13 @@
  *           if ((e = weft_fd_wait(fd, POLLIN, CLOCK_MONOTONIC, NULL)) != 0)
  *                   break;   // EINTR, ETIMEDOUT, EBADF ...
  *
- * The poller is one kernel thread blocked in epoll_wait, started by the
- * first wait; weft_config_t.io / WEFT_IO=off turns it off, and then
- * weft_fd_wait waits in the kernel inside a system call section (below).
- * libweft-pthread.so waits so itself in the blocking calls of the programs
- * it runs (docs/posix-coverage.md, "Blocking system calls").
+ * The poller is an epoll instance, made by the first wait; the workers
+ * take its reports themselves (an idle worker sleeps in it), with a
+ * watchdog thread for when every worker is busy. weft_config_t.io /
+ * WEFT_IO=off turns it off, and then weft_fd_wait waits in the kernel
+ * inside a system call section (below). libweft-pthread.so waits so itself
+ * in the blocking calls of the programs it runs (docs/posix-coverage.md,
+ * "Blocking system calls").
  *
  * A ULT that makes a system call that may block (a read from a pipe or a
  * socket, waitpid, flock, a futex wait of another library's) holds its

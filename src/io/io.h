@@ -22,7 +22,8 @@ typedef struct {
 } wf_io_event_t;
 
 /* A backend: how the poller asks the kernel to watch descriptors. One
- * instance per runtime; the poller thread alone calls wait. */
+ * instance per runtime; several threads may call wait at once (poller.c,
+ * "Who takes the reports"). */
 typedef struct wf_io_backend {
 	const char *name;
 	/* Make the instance. 0 or an errno value. */
@@ -104,10 +105,11 @@ WF_HIDDEN int wf_io_usable(void);
 /* Look at fd without waiting: 1 ready for `events` (or in error, or not
  * open: the call will say), 0 not ready. */
 WF_HIDDEN int wf_io_ready(int fd, uint32_t events);
-/* Stop the poller thread and free the table (weft_shutdown: no ULT
+/* Stop the watchdog, close the instance and free the table (weft_shutdown: no ULT
  * waits). */
 WF_HIDDEN void wf_io_stop(void);
-/* In the child of a fork: no poller thread came along. */
+/* In the child of a fork: neither the workers nor the watchdog came
+ * along, and the instance is the parent's: never used there. */
 WF_HIDDEN void wf_io_forked(void);
 
 #endif

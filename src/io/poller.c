@@ -24,7 +24,7 @@
  *           (backend arm: one shot, level-triggered) - unless others wait
  *           already and the registration covers this direction too. Then
  *           wf_wait(&seq, that value): it returns at once if seq moved.
- *   report  the poller thread, blocked in the backend's wait, gets fd:
+ *   report  whoever takes reports (below) gets fd from the backend's wait:
  *           under the lock, bump seq and forget armed (the one shot is
  *           spent); then wake every waiter of the entry. Each looks at the
  *           descriptor again and, if it is still not ready (another thread
