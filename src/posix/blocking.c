@@ -192,43 +192,6 @@ static int await_ready(int fd, uint32_t ev)
 		return wf_r_;                                                                \
 	}
 
-/* poll of one descriptor, epoll_wait: look with a zero timeout, park with
- * the call's deadline, look again. Never restarted after a handler.
- * `look` is the call with a zero timeout; `rest(ms)` the call with what
- * is left of the timeout, in the kernel (fd is not one the poller takes);
- * ms < 0: no timeout. */
-#define WF_TIMED_BODY(fd, ev, ms, look, rest)                                                \
-	do {                                                                                 \
-		uint64_t wf_dl_ = (ms) > 0 ? wf_now_ns() + (uint64_t)(ms)*1000000u : 0;      \
-		for (;;) {                                                                   \
-			int wf_r_ = (look);                                                  \
-			if (wf_r_ != 0)                                                      \
-				return wf_r_;                                                \
-			int wf_e_ = wf_io_wait(fd, ev, wf_dl_, WF_WAIT_CANCEL);              \
-			if (wf_e_ == ECANCELED)                                              \
-				wf_cancel_act();                                             \
-			if (wf_e_ == ETIMEDOUT)                                              \
-				return 0;                                                    \
-			if (wf_e_ == EINTR) {                                                \
-				errno = EINTR;                                               \
-				return -1;                                                   \
-			}                                                                    \
-			if (wf_e_ != 0)                                                      \
-				break;                                                       \
-		}                                                                            \
-		int wf_left_ = -1;                                                           \
-		if (wf_dl_) {                                                                \
-			uint64_t wf_now_ = wf_now_ns();                                      \
-			wf_left_ = wf_now_ >= wf_dl_                                         \
-					   ? 0                                               \
-					   : (int)((wf_dl_ - wf_now_ + 999999u) / 1000000u); \
-		}                                                                            \
-		wf_ult_t *wf_u_ = wf_section_begin();                                        \
-		int wf_r_ = rest(wf_left_);                                                  \
-		wf_section_end(wf_u_);                                                       \
-		return wf_r_;                                                                \
-	} while (0)
-
 /* poll's events as the poller's (src/io/io.h): 0 if there are none, or
  * some it does not wait for (POLLRDBAND, POLLWRBAND: then the call is made
  * in a section). */
@@ -244,6 +207,28 @@ static uint32_t poll_dirs(short events)
 /* Most descriptors a poll or select waits for on the poller (the links
  * are on the ULT's stack); more: in a section. */
 #define POLL_MANY_MAX 64
+
+/* What a timed wait on the poller (poll, select, epoll_wait) came to: 1
+ * look again; 0 the deadline passed (the call returns 0); -1 EINTR, errno
+ * set (these calls are never restarted, signal(7)); -2 the poller cannot
+ * take it (make the call in a section with the time left). Acts on a
+ * cancellation. */
+static int timed_outcome(int e)
+{
+	switch (e) {
+	case 0:
+		return 1;
+	case ETIMEDOUT:
+		return 0;
+	case ECANCELED:
+		wf_cancel_act(); /* no return */
+	case EINTR:
+		errno = EINTR;
+		return -1;
+	default:
+		return -2;
+	}
+}
 
 /* poll of p[0..n) on the poller, until deadline (0: none): look with a
  * zero timeout, park on every descriptor, look again. The poll result (0:
@@ -268,19 +253,9 @@ static int poll_park(struct pollfd *p, nfds_t n, uint64_t deadline)
 				return -2;
 			l[k++].fd = p[i].fd;
 		}
-		switch (wf_io_wait_many(l, k, deadline, WF_WAIT_CANCEL)) {
-		case 0:
-			continue;
-		case ETIMEDOUT:
-			return 0;
-		case ECANCELED:
-			wf_cancel_act(); /* no return */
-		case EINTR:
-			errno = EINTR;
-			return -1;
-		default:
-			return -2;
-		}
+		int o = timed_outcome(wf_io_wait_many(l, k, deadline, WF_WAIT_CANCEL));
+		if (o != 1)
+			return o;
 	}
 }
 
@@ -585,8 +560,8 @@ WF_PX_API int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const 
 }
 
 /* select as a poll of the descriptors in its sets (up to POLL_MANY_MAX),
- * on the poller; the sets and, as Linux does, the timeout are written
- * back. 1: done (*res, errno), 0: make the call (in a section). */
+ * on the poller. 1: done (*res, errno; the sets written back); 0: make
+ * the call (in a section; the sets are untouched). */
 static int select_park(int n, fd_set *r, fd_set *w, fd_set *e, uint64_t deadline, int *res)
 {
 	if (n < 0 || n > FD_SETSIZE)
@@ -649,35 +624,15 @@ WF_PX_API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
 		uint64_t deadline = t ? wf_now_ns() + (uint64_t)t->tv_sec * 1000000000u +
 						    (uint64_t)t->tv_usec * 1000u
 				      : 0;
-		fd_set r0, w0, e0;
-		if (r)
-			r0 = *r;
-		if (w)
-			w0 = *w;
-		if (e)
-			e0 = *e;
-		int res;
-		if (select_park(n, r, w, e, deadline, &res)) {
-			if (t) {
-				uint64_t now = wf_now_ns(),
-					 left = now < deadline ? deadline - now : 0;
-				t->tv_sec = (time_t)(left / 1000000000u);
-				t->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
-			}
-			return res;
-		}
-		/* Not for the poller: the sets as they came, in a section. */
-		if (r)
-			*r = r0;
-		if (w)
-			*w = w0;
-		if (e)
-			*e = e0;
+		int res, done = select_park(n, r, w, e, deadline, &res);
 		if (t) {
+			/* The time left, as Linux's select writes back. */
 			uint64_t now = wf_now_ns(), left = now < deadline ? deadline - now : 0;
 			t->tv_sec = (time_t)(left / 1000000000u);
 			t->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
 		}
+		if (done)
+			return res;
 	}
 	wf_ult_t *u = wf_section_begin();
 	int x = f(n, r, w, e, t);
@@ -696,22 +651,9 @@ WF_PX_API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
 		uint64_t deadline =
 			t ? wf_now_ns() + (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec
 			  : 0;
-		fd_set r0, w0, e0;
-		if (r)
-			r0 = *r;
-		if (w)
-			w0 = *w;
-		if (e)
-			e0 = *e;
 		int res;
 		if (select_park(n, r, w, e, deadline, &res))
 			return res;
-		if (r)
-			*r = r0;
-		if (w)
-			*w = w0;
-		if (e)
-			*e = e0;
 	}
 	wf_ult_t *u = wf_section_begin();
 	int x = f(n, r, w, e, t, m);
@@ -719,15 +661,30 @@ WF_PX_API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
 	return x;
 }
 
-/* An epoll descriptor is itself readable while it has events ready. */
+/* epoll_wait on the poller, until deadline (0: none), as poll_park: an
+ * epoll descriptor is itself readable while it has events ready. */
+static int epoll_park(int fd, struct epoll_event *ev, int n, uint64_t deadline)
+{
+	for (;;) {
+		long r = syscall(SYS_epoll_pwait, fd, ev, n, 0, NULL, 8); /* raw: ours */
+		if (r != 0)
+			return (int)r;
+		int o = timed_outcome(wf_io_wait(fd, WF_IO_IN, deadline, WF_WAIT_CANCEL));
+		if (o != 1)
+			return o;
+	}
+}
+
 WF_PX_API int epoll_wait(int fd, struct epoll_event *ev, int n, int ms)
 {
 	WF_REAL(f, int, epoll_wait, (int, struct epoll_event *, int, int))
 	wf_testcancel();
 	if (ms != 0 && fd >= 0 && wf_io_usable()) {
-#define EPOLL_REST(left) f(fd, ev, n, left)
-		WF_TIMED_BODY(fd, WF_IO_IN, ms, f(fd, ev, n, 0), EPOLL_REST);
-#undef EPOLL_REST
+		uint64_t deadline = ms_deadline(ms);
+		int r = epoll_park(fd, ev, n, deadline);
+		if (r != -2)
+			return r;
+		ms = ms_left(deadline);
 	}
 	wf_ult_t *u = wf_section_begin();
 	int r = f(fd, ev, n, ms);
@@ -740,9 +697,11 @@ WF_PX_API int epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const s
 	WF_REAL(f, int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *))
 	wf_testcancel();
 	if (!m && ms != 0 && fd >= 0 && wf_io_usable()) {
-#define EPOLLP_REST(left) f(fd, ev, n, left, NULL)
-		WF_TIMED_BODY(fd, WF_IO_IN, ms, f(fd, ev, n, 0, NULL), EPOLLP_REST);
-#undef EPOLLP_REST
+		uint64_t deadline = ms_deadline(ms);
+		int r = epoll_park(fd, ev, n, deadline);
+		if (r != -2)
+			return r;
+		ms = ms_left(deadline);
 	}
 	wf_ult_t *u = wf_section_begin();
 	int r = f(fd, ev, n, ms, m);

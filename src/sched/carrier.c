@@ -542,30 +542,26 @@ static void *monitor_main(void *arg)
 		else /* idle: until a begin, a loop starting a ULT (or stop) clears the flag */
 			wf_futex_wait(&wf_monitor_idle, 1, NULL);
 		int saw = sweep();
-		if (saw) {
-			if (saw & SAW_STUCK)
-				stuck_until = wf_now_ns() + STUCK_KEEP_NS;
-			delay = saw & SAW_SECTION           ? base
-				: wf_now_ns() < stuck_until ? stuck_base
-							    : run_base;
-			atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
-		} else if (delay && delay < MONITOR_MAX_NS) {
+		if (!saw && delay && delay < MONITOR_MAX_NS) {
 			delay *= 2;
-		} else {
+			continue;
+		}
+		if (!saw) {
 			/* Idle: announce it, then look once more (the heavy side
 			 * of begin's and the loop's fence); a begin or a loop
 			 * starting a ULT after that wakes us. */
 			atomic_store_explicit(&wf_monitor_idle, 1, memory_order_relaxed);
 			wf_fence_heavy();
-			if ((saw = sweep())) {
-				delay = saw & SAW_SECTION ? base
-					: saw & SAW_STUCK ? stuck_base
-							  : run_base;
-				atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
-			} else {
+			if (!(saw = sweep())) {
 				delay = 0;
+				continue;
 			}
 		}
+		uint64_t now = wf_now_ns();
+		if (saw & SAW_STUCK)
+			stuck_until = now + STUCK_KEEP_NS;
+		delay = saw & SAW_SECTION ? base : now < stuck_until ? stuck_base : run_base;
+		atomic_store_explicit(&wf_monitor_idle, 0, memory_order_relaxed);
 	}
 	return NULL;
 }
