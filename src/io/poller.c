@@ -352,7 +352,7 @@ static int start(void)
 		atomic_store(&io.last, wf_now_ns());
 		int e = io.be->open();
 		if (!e) {
-			e = WF_SYS(pthread_create)(&io.thread, NULL, watchdog_main, NULL);
+			e = wf_sys_thread_create(&io.thread, watchdog_main, NULL);
 			if (e)
 				io.be->close();
 		}

@@ -126,6 +126,7 @@ typedef struct wf_carrier {
 	                       differ from tp: the root ULT keeps it, sched.c) */
 	int *errno_loc;    /* errno under tp */
 	clockid_t cpu_clk; /* its CPU clock */
+	uint64_t kmask;    /* its signal mask while it carries nothing (sched.h) */
 	wf_ctx_t home;     /* where it waits while it carries nothing */
 	void *home_uc;     /* ucontext storage of home */
 	void *home_stack;  /* the first carrier's home stack (others: their own) */
@@ -147,7 +148,7 @@ static struct {
 	int extra;            /* ... of them, by the monitor (at most wf_rt.spares) */
 	wf_carrier_t *spares; /* LIFO of carriers waiting at home */
 	wf_carrier_t *first;  /* the root's kernel thread's, or NULL */
-	sigset_t mask;        /* the signal mask the starter had: every carrier's */
+	uint64_t mask;        /* the signal mask the starter had: the first carrier's */
 	pthread_t monitor;
 	int monitor_running;
 	atomic_int monitor_word; /* 1: stop (a futex word) */
@@ -181,6 +182,62 @@ static void carrier_signal(wf_carrier_t *c, int cmd)
 	wf_futex_wake(&c->cmd, 1);
 }
 
+/* ---- signal masks -------------------------------------------------------
+ *
+ * A signal the kernel sends to the process goes to one of its kernel
+ * threads that does not block it; if every one blocks it, it stays pending
+ * for the process until one unblocks it or takes it with sigwait. For that
+ * choice to be the one POSIX describes among the program's threads, each
+ * kernel thread blocks what the ULT it runs blocks (sig_mask,
+ * sync/signal.c), in two steps when the masks differ (w->kmask is what the
+ * kernel thread has): the switch tail blocks what the next ULT blocks
+ * before it becomes current, and the next ULT, resumed, unblocks what it
+ * does not block (wf_after_switch) - so a signal pending for the process
+ * that it takes runs its handler in its context, never mid-switch with the
+ * wrong ULT current. A ULT that changes its mask installs it at once
+ * (wf_kmask_follow). Programs whose ULTs all keep one mask pay two
+ * compares per switch; switching between ULTs with different masks costs
+ * one or two system calls.
+ *
+ * Carriers that carry nothing (spares), the monitor and the I/O watchdog
+ * block every signal. A worker's loop keeps the mask of the last ULT it
+ * ran (the loop runs between ULTs; a system call there on every switch
+ * to it would cost more than it saves), so a signal the last ULT accepted
+ * may still arrive in the loop and run its handler there.
+ *
+ * The preemption signal is never blocked while preemption is on (the
+ * monitor's signals must arrive), and glibc keeps its own two (SIGCANCEL,
+ * SIGSETXID) unblocked whatever the mask. */
+_Static_assert(sizeof(unsigned long) == 8, "signals 1-64 fill sigset_t's first word");
+
+/* Install m in the calling kernel thread; returns m. */
+static uint64_t kernel_mask(uint64_t m)
+{
+	unsigned long k = m;
+	if (m != WF_KMASK_ALL && wf_rt.preempt_ns > 0)
+		k &= ~(1ul << (WF_SIG_PREEMPT - 1));
+	sigset_t set;
+	sigemptyset(&set);
+	memcpy(&set, &k, sizeof k); /* bit s - 1 is signal s */
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, &set, NULL);
+	return m;
+}
+
+void wf_kmask_install(wf_worker_t *w, uint64_t m)
+{
+	w->kmask = kernel_mask(m);
+}
+
+void wf_kmask_follow(wf_ult_t *self)
+{
+	wf_worker_t *w = wf_worker_self();
+	if (!w || w->current != self)
+		return; /* in a section, or no ULT: the kernel thread is not its */
+	uint64_t m = atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
+	if (m != w->kmask)
+		wf_kmask_install(w, m);
+}
+
 /* Make c carry w: called on c's kernel thread, which has thread pointer
  * cur_tp installed - c->tp at home; the root's, for the first carrier at
  * start. */
@@ -188,6 +245,7 @@ static void carry(wf_carrier_t *c, wf_worker_t *w, void *cur_tp)
 {
 	__atomic_store_n(&w->carrier, c, __ATOMIC_RELEASE); /* read by the monitor */
 	wf_worker_carried(w, c->tp, cur_tp, c->errno_loc, c->self, c->cpu_clk);
+	w->kmask = c->kmask;
 	unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
 	if ((v & SYS_FLAGS) == SYS_TAKEN) {
 		/* Its ULT's section goes on on its old carrier (retake). */
@@ -198,9 +256,12 @@ static void carry(wf_carrier_t *c, wf_worker_t *w, void *cur_tp)
 		wf_pin_self(w->id);
 }
 
-/* Put c among the spares, unless the runtime stops (returns 0: end). */
+/* Put c among the spares, unless the runtime stops (returns 0: end). A
+ * spare blocks every signal: the kernel must not pick it for one sent to
+ * the process ("Signal masks" below). */
 static int spare_push(wf_carrier_t *c)
 {
+	c->kmask = kernel_mask(WF_KMASK_ALL); /* it had its last ULT's */
 	WF_SYS(pthread_mutex_lock)(&cr.lock);
 	int ok = !cr.stopping;
 	if (ok) {
@@ -249,6 +310,7 @@ static void home_run(wf_carrier_t *c, void *back)
 		if (cmd == CMD_ADOPT) {
 			/* The root ULT ends on this kernel thread (stop). */
 			wf_ult_t *r = c->adopt;
+			c->kmask = kernel_mask(atomic_load(&r->sig_mask));
 			wf_carrier_home_to_root(r, &c->home, r->tp ? r->tp : c->native_tp);
 		}
 		wf_worker_t *w = c->give;
@@ -270,7 +332,7 @@ static void home_entry(void *transfer, void *arg)
 static void *carrier_main(void *arg)
 {
 	wf_carrier_t *c = arg;
-	WF_SYS(pthread_sigmask)(SIG_SETMASK, &cr.mask, NULL);
+	c->kmask = kernel_mask(WF_KMASK_ALL);
 	c->tp = c->native_tp = wf_tls_current();
 	c->errno_loc = &errno;
 	c->tid = (pid_t)syscall(SYS_gettid);
@@ -304,7 +366,7 @@ static wf_carrier_t *carrier_new(wf_worker_t *w)
 	/* glibc's default stack: its home needs little, but a small stack
 	 * mapped next to a loop's or a ULT's would look to Valgrind like one
 	 * stack growing (tests/valgrind). */
-	if (WF_SYS(pthread_create)(&c->thread, NULL, carrier_main, c)) {
+	if (wf_sys_thread_create(&c->thread, carrier_main, c)) {
 		free(c->home_uc);
 		free(c);
 		return NULL;
@@ -571,7 +633,12 @@ static void *monitor_main(void *arg)
 int wf_carriers_start(void)
 {
 	int n = wf_rt.nworkers;
-	WF_SYS(pthread_sigmask)(SIG_SETMASK, NULL, &cr.mask);
+	sigset_t starter;
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, NULL, &starter);
+	cr.mask = 0;
+	for (int s = 1; s <= 64; s++)
+		if (sigismember(&starter, s) == 1)
+			cr.mask |= 1ull << (s - 1);
 	cr.all = cr.spares = cr.first = NULL;
 	cr.count = cr.extra = 0;
 	cr.stopping = 0;
@@ -622,6 +689,7 @@ int wf_carriers_start(void)
 		if (c->tp != c->native_tp)
 			wf_carrier_tls_init(c->native_tp);
 		wf_save_root_affinity();
+		c->kmask = cr.mask; /* the root's too (wf_sig_take_foreign) */
 		wf_worker_t *w0 = wf_rt.workers[0];
 		carry(c, w0, c->native_tp);
 		if (wf_rt.w0_tp)
@@ -638,7 +706,7 @@ int wf_carriers_start(void)
 			e = EAGAIN;
 	WF_SYS(pthread_mutex_unlock)(&cr.lock);
 	if (!e && (wf_rt.syscall_ns > 0 || wf_rt.preempt_ns > 0)) {
-		e = WF_SYS(pthread_create)(&cr.monitor, NULL, monitor_main, NULL);
+		e = wf_sys_thread_create(&cr.monitor, monitor_main, NULL);
 		cr.monitor_running = e == 0;
 	}
 	if (e) {

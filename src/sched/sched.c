@@ -108,6 +108,13 @@
  *   for one sleeping worker at a time - by sleeping in the poller instead
  *   of on its futex; a busy worker takes them in pick_next's 1-in-16 path.
  *
+ * Signal masks
+ *   A ULT's signal mask is its own (sync/signal.c); the switch tail and
+ *   wf_after_switch give the kernel thread the mask of the ULT it starts
+ *   when the two differ, so the kernel picks the thread for a signal sent to the process among
+ *   the ULTs running now, as it would among threads (carrier.c, "signal
+ *   masks").
+ *
  * Preemption (preempt.c) reuses the yield: its signal handler calls
  * wf_preempt_yield, a switch_away with WF_AFTER_PREEMPT from inside the
  * handler.
@@ -439,6 +446,15 @@ void wf_after_switch(wf_worker_t *w)
 	default:
 		wf_panic("bad after-switch action %d", action);
 	}
+	/* The ULT resumed here runs with its own signal mask from now on: a
+	 * signal it unblocks that waited for the process arrives here, in its
+	 * context ("Signal masks"). */
+	wf_ult_t *cur = w->current;
+	if (cur) {
+		uint64_t mask = atomic_load_explicit(&cur->sig_mask, memory_order_relaxed);
+		if (unlikely(mask != w->kmask))
+			wf_kmask_install(w, mask);
+	}
 }
 
 /* Make tp w's thread pointer ("Thread pointers"); last before the jump:
@@ -466,6 +482,13 @@ static inline wf_ctx_t *switch_tail(wf_worker_t *w, wf_ult_t *leaving, wf_ult_t 
 		wf_trace_switch(w, leaving, next, w->prev_action);
 	/* current and last_worker are read by other kernel threads too (a
 	 * ULT's CPU time, cpuclock.c): relaxed atomic stores. */
+	/* "Signal masks": what next blocks is blocked before it is current;
+	 * what it unblocks, once it runs (wf_after_switch). */
+	if (next) {
+		uint64_t mask = atomic_load_explicit(&next->sig_mask, memory_order_relaxed);
+		if (unlikely(mask & ~w->kmask))
+			wf_kmask_install(w, mask | w->kmask);
+	}
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
 	if (charged)
 		wf_cpu_account_end(w); /* cpuclock.c: after current */

@@ -110,6 +110,9 @@ typedef struct wf_worker {
 	void *tp;                   /* the thread pointer of the loop and of ULTs without one of
 	                   their own: its carrier's (sched.c, "Thread pointers") */
 	void *cur_tp;               /* the one installed now */
+	uint64_t kmask;             /* the signal mask its carrier's kernel thread has, in the
+	                    bits of a ULT's sig_mask (WF_KMASK_ALL: all blocked; sched.c,
+	                    "Signal masks") */
 	wf_tls_cache_t tls;         /* released thread control blocks (tls.c) */
 
 	/* Counters, written by the owner, readable by anyone (relaxed):
@@ -240,6 +243,12 @@ WF_HIDDEN void wf_root_to_home(wf_ult_t *root, wf_ctx_t *home, void *mark, void 
 /* Stopping, the first carrier at its home: run the root ULT (thread
  * pointer tp) on this kernel thread, on no worker. Does not return. */
 WF_HIDDEN _Noreturn void wf_carrier_home_to_root(wf_ult_t *root, wf_ctx_t *home, void *tp);
+/* Signal masks (carrier.c): install ULT mask bits m (WF_KMASK_ALL: block
+ * everything) in the calling kernel thread, which carries w, and record
+ * them in w->kmask. wf_kmask_follow: self, running, changed its mask. */
+#define WF_KMASK_ALL UINT64_MAX
+WF_HIDDEN void wf_kmask_install(wf_worker_t *w, uint64_t m);
+WF_HIDDEN void wf_kmask_follow(wf_ult_t *self);
 /* worker.c: pin the calling kernel thread to worker id's CPU; the first
  * carrier's affinity before and after. */
 WF_HIDDEN void wf_pin_self(int id);

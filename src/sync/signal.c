@@ -26,9 +26,13 @@
  * where it is not safe, it gets the signal at its next wait or mask
  * change, as a ULT queued to run does.
  *
- * What this does not do: block signals the
- * kernel delivers to the process (those go to whichever worker the kernel
- * picks, and so to whichever ULT runs there), or make sigwait() per ULT.
+ * Signals the kernel sends to the process: a kernel thread blocks what the
+ * ULT it runs blocks (the switch tail installs the mask, and wf_sig_mask
+ * installs a running ULT's change at once: sched/carrier.c, "signal
+ * masks"), so the kernel picks among the running ULTs as among threads,
+ * or keeps the signal pending for the process while each blocks it. What
+ * this does not do: hand such a signal to a ULT that takes it but is not
+ * running (one parked in a wait), or make sigwait() per ULT.
  */
 #include <errno.h>
 #include <signal.h>
@@ -213,6 +217,7 @@ int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
 		return EINVAL;
 	}
 	atomic_store_explicit(&self->sig_mask, cur & ~UNBLOCKABLE, memory_order_release);
-	wf_sig_deliver(self); /* what was pending and is unblocked now */
+	wf_kmask_follow(self); /* the kernel's pending signals it unblocks arrive here */
+	wf_sig_deliver(self);  /* what was pending and is unblocked now */
 	return 0;
 }

@@ -397,11 +397,7 @@ int wf_trace_start(const char *path, int nworkers)
 			goto fail;
 	}
 	/* The flusher must not take signals meant for the program. */
-	sigset_t all, old;
-	sigfillset(&all);
-	WF_SYS(pthread_sigmask)(SIG_SETMASK, &all, &old);
-	e = WF_SYS(pthread_create)(&tr.flusher, NULL, flusher_main, NULL);
-	WF_SYS(pthread_sigmask)(SIG_SETMASK, &old, NULL);
+	e = wf_sys_thread_create(&tr.flusher, flusher_main, NULL);
 	if (e)
 		goto fail;
 	wf_trace_tsc = have_invariant_tsc();

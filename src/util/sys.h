@@ -66,4 +66,19 @@ __attribute__((visibility("hidden"))) struct wf_sys *wf_sys_resolve(void);
 #define WF_SYS(name) name
 #endif
 
+/* A kernel thread of weft's own (a carrier, the monitor, the poller's
+ * watchdog, the trace flusher), made with every signal blocked from its
+ * first instruction: a new thread starts with its creator's mask, and a
+ * signal meant for the program's threads must never run its handler in one
+ * of these (sched/carrier.c, "signal masks"). Each sets its own mask. */
+static inline int wf_sys_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, &all, &old);
+	int e = WF_SYS(pthread_create)(t, NULL, fn, arg);
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, &old, NULL);
+	return e;
+}
+
 #endif

@@ -5,6 +5,10 @@
 # blocking calls in system call sections: lbzip2's main thread waits in
 # sigsuspend, pbzip2's signal thread in sigwait until main pthread_kills it
 # (docs/posix-coverage.md, "Blocking system calls").
+# Then Ctrl-C: pbzip2 blocks SIGINT in every thread and takes it in its
+# signal thread with sigwait, deletes its partial output and exits 1. Under
+# weft that needs the kernel threads to block what their ULTs block (else
+# SIGINT's default action ends the process and leaves a truncated file).
 # usage: check_compressors.sh LIBWEFT_PTHREAD
 # Exit 77 (skipped) if neither is installed (scripts/install-deps.sh installs both).
 set -eu
@@ -36,4 +40,27 @@ for tool in "pbzip2 -p4" "lbzip2 -n4"; do
 		echo "ok: $name on $w worker(s) round-trips $(wc -c <"$tmp/in") bytes"
 	done
 done
+# Ctrl-C in the middle of pbzip2's compression of 40 MB that does not
+# compress: on glibc, exit 1 and no output file; the same under weft.
+if command -v pbzip2 >/dev/null 2>&1; then
+	head -c 40000000 /dev/urandom >"$tmp/big"
+	for mode in glibc 1 2; do
+		rm -f "$tmp/big.bz2"
+		if [ "$mode" = glibc ]; then pre=; else pre=$lib; fi
+		WEFT_WORKERS=${mode#glibc} timeout 60 env LD_PRELOAD="$pre" pbzip2 -p4 -k -f "$tmp/big" 2>"$tmp/err" &
+		pid=$!
+		# Once it writes its output, it is well under way.
+		i=0
+		while [ ! -s "$tmp/big.bz2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+		kill -INT $pid
+		rc=0
+		wait $pid || rc=$?
+		if [ "$rc" != 1 ] || [ -e "$tmp/big.bz2" ]; then
+			echo "FAIL: pbzip2 ($mode) after SIGINT exited $rc, output file $([ -e "$tmp/big.bz2" ] && echo left || echo removed)"
+			cat "$tmp/err"
+			exit 1
+		fi
+		echo "ok: pbzip2 ($mode) after SIGINT exited 1 and removed its output"
+	done
+fi
 [ "$ran" = 1 ] || exit 77
