@@ -70,9 +70,51 @@ WF_HIDDEN _Noreturn void wf_px_unwind(struct wf_ult *u);
 /* Lock and unlock a mutex of protocol PTHREAD_PRIO_INHERIT or
  * PTHREAD_PRIO_PROTECT (prio_mutex.c). how: */
 enum { WF_PX_LOCK, WF_PX_TRY, WF_PX_CLOCK };
+/* More operations on process-shared objects (pshared.c). */
+enum {
+	WF_PX_UNLOCK = 3,
+	WF_PX_DESTROY,
+	WF_PX_SIGNAL,
+	WF_PX_BROADCAST,
+	WF_PX_RDLOCK,
+	WF_PX_WRLOCK,
+	WF_PX_TRYRD,
+	WF_PX_TRYWR,
+	WF_PX_WAIT,
+	WF_PX_POST,
+	WF_PX_GETVALUE
+};
 WF_HIDDEN int wf_px_prio_lock(pthread_mutex_t *m, int how, clockid_t clock,
 			      const struct timespec *t);
 WF_HIDDEN int wf_px_prio_unlock(pthread_mutex_t *m);
+/* Process-shared objects are glibc's, made and used through glibc's own
+ * calls (pshared.c has the design). wf_px_shared_*: is the object one? */
+WF_HIDDEN int wf_px_shared_mutex(const pthread_mutex_t *m);
+WF_HIDDEN int wf_px_shared_cond(const pthread_cond_t *c);
+WF_HIDDEN int wf_px_shared_rwlock(const pthread_rwlock_t *l);
+WF_HIDDEN int wf_px_shared_barrier(const pthread_barrier_t *b);
+WF_HIDDEN int wf_px_shared_sem(const sem_t *s);
+/* Clear the mark of a shared rwlock, barrier or semaphore in o (size bytes). */
+WF_HIDDEN void wf_px_unmark(void *o, size_t size);
+WF_HIDDEN int wf_px_shared_mutex_init(pthread_mutex_t *m, int type);
+WF_HIDDEN int wf_px_shared_mutex_op(pthread_mutex_t *m, int op, clockid_t clock,
+				    const struct timespec *t);
+WF_HIDDEN int wf_px_shared_cond_init(pthread_cond_t *c, clockid_t clock);
+/* timed: wait until t on clock. EINVAL if m is not process-shared too. */
+WF_HIDDEN int wf_px_shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+				     const struct timespec *t, int timed);
+WF_HIDDEN int wf_px_shared_cond_op(pthread_cond_t *c, int op);
+WF_HIDDEN int wf_px_shared_rwlock_init(pthread_rwlock_t *l, int kind);
+/* RDLOCK/WRLOCK with t: until t on clock. */
+WF_HIDDEN int wf_px_shared_rwlock_op(pthread_rwlock_t *l, int op, clockid_t clock,
+				     const struct timespec *t);
+WF_HIDDEN int wf_px_shared_barrier_init(pthread_barrier_t *b, unsigned count);
+WF_HIDDEN int wf_px_shared_barrier_op(pthread_barrier_t *b, int op);
+/* Semaphores return -1 and set errno, as sem_*(3). */
+WF_HIDDEN int wf_px_shared_sem_init(sem_t *s, unsigned value);
+WF_HIDDEN int wf_px_shared_sem_op(sem_t *s, int op, clockid_t clock, const struct timespec *t,
+				  int *value);
+
 /* A pthread_mutex_t holds a weft_mutex_t; its `reserved` field keeps the
  * POSIX protocol (bits 8-9, PTHREAD_PRIO_*) and priority ceiling (bits
  * 0-7), which psync.c sets and prio_mutex.c acts on. */
@@ -88,6 +130,13 @@ static inline int wf_px_ceiling(const weft_mutex_t *m)
 static inline uint16_t wf_px_reserved(int protocol, int ceiling)
 {
 	return (uint16_t)((unsigned)protocol << 8 | (unsigned)ceiling);
+}
+/* Is m process-shared (glibc's, pshared.c) or has it a protocol? One test
+ * on the lock path: glibc's pshared bit lies in weft's type field. */
+static inline int wf_px_special(const pthread_mutex_t *m)
+{
+	const weft_mutex_t *w = (const weft_mutex_t *)m;
+	return m && ((w->reserved & 0x300) | (w->type & 128));
 }
 /* Has m a protocol other than PTHREAD_PRIO_NONE? */
 static inline int wf_px_has_protocol(const pthread_mutex_t *m)

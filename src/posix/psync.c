@@ -82,9 +82,8 @@ WF_PX_API int WF_PX(pthread_mutexattr_gettype)(const pthread_mutexattr_t *a, int
 	return 0;
 }
 
-/* pshared is stored and returned. weft's wait queues live in one process,
- * so a "shared" object works between the threads of this process only
- * (docs/posix-coverage.md). */
+/* pshared: a mutex made with it is glibc's, which waits across processes
+ * (pshared.c). */
 WF_PX_API int WF_PX(pthread_mutexattr_setpshared)(pthread_mutexattr_t *a, int v)
 {
 	uint32_t *w = attr_word(a);
@@ -177,6 +176,8 @@ WF_PX_API int WF_PX(pthread_mutex_init)(pthread_mutex_t *m, const pthread_mutexa
 {
 	if (!m || (a && !attr_word(a)))
 		return EINVAL;
+	if (a && (*attr_word(a) & MA_PSHARED)) /* pshared.c */
+		return wf_px_shared_mutex_init(m, (int)(*attr_word(a) & MA_TYPE));
 	memset(m, 0, sizeof *m);
 	weft_mutexattr_t wa;
 	weft_mutexattr_init(&wa);
@@ -195,25 +196,31 @@ WF_PX_API int WF_PX(pthread_mutex_init)(pthread_mutex_t *m, const pthread_mutexa
 
 WF_PX_API int WF_PX(pthread_mutex_destroy)(pthread_mutex_t *m)
 {
+	if (unlikely(wf_px_shared_mutex(m)))
+		return wf_px_shared_mutex_op(m, WF_PX_DESTROY, 0, NULL);
 	return weft_mutex_destroy(M(m));
 }
 
 WF_PX_API int WF_PX(pthread_mutex_lock)(pthread_mutex_t *m)
 {
-	if (unlikely(wf_px_has_protocol(m)))
-		return wf_px_prio_lock(m, WF_PX_LOCK, 0, NULL);
+	if (unlikely(wf_px_special(m)))
+		return wf_px_shared_mutex(m) ? wf_px_shared_mutex_op(m, WF_PX_LOCK, 0, NULL)
+					     : wf_px_prio_lock(m, WF_PX_LOCK, 0, NULL);
 	return weft_mutex_lock(M(m));
 }
 
 WF_PX_API int WF_PX(pthread_mutex_trylock)(pthread_mutex_t *m)
 {
-	if (unlikely(wf_px_has_protocol(m)))
-		return wf_px_prio_lock(m, WF_PX_TRY, 0, NULL);
+	if (unlikely(wf_px_special(m)))
+		return wf_px_shared_mutex(m) ? wf_px_shared_mutex_op(m, WF_PX_TRY, 0, NULL)
+					     : wf_px_prio_lock(m, WF_PX_TRY, 0, NULL);
 	return weft_mutex_trylock(M(m));
 }
 
 WF_PX_API int WF_PX(pthread_mutex_timedlock)(pthread_mutex_t *m, const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_mutex(m)))
+		return wf_px_shared_mutex_op(m, WF_PX_CLOCK, CLOCK_REALTIME, t);
 	if (unlikely(wf_px_has_protocol(m)))
 		return t ? wf_px_prio_lock(m, WF_PX_CLOCK, CLOCK_REALTIME, t) : EINVAL;
 	return weft_mutex_timedlock(M(m), t);
@@ -222,6 +229,8 @@ WF_PX_API int WF_PX(pthread_mutex_timedlock)(pthread_mutex_t *m, const struct ti
 WF_PX_API int WF_PX(pthread_mutex_clocklock)(pthread_mutex_t *m, clockid_t c,
 					     const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_mutex(m)))
+		return wf_px_shared_mutex_op(m, WF_PX_CLOCK, c, t);
 	if (unlikely(wf_px_has_protocol(m))) {
 		if (!t || (c != CLOCK_MONOTONIC && c != CLOCK_REALTIME))
 			return EINVAL;
@@ -232,8 +241,9 @@ WF_PX_API int WF_PX(pthread_mutex_clocklock)(pthread_mutex_t *m, clockid_t c,
 
 WF_PX_API int WF_PX(pthread_mutex_unlock)(pthread_mutex_t *m)
 {
-	if (unlikely(wf_px_has_protocol(m)))
-		return wf_px_prio_unlock(m);
+	if (unlikely(wf_px_special(m)))
+		return wf_px_shared_mutex(m) ? wf_px_shared_mutex_op(m, WF_PX_UNLOCK, 0, NULL)
+					     : wf_px_prio_unlock(m);
 	return weft_mutex_unlock(M(m));
 }
 
@@ -329,6 +339,8 @@ WF_PX_API int WF_PX(pthread_cond_init)(pthread_cond_t *c, const pthread_condattr
 {
 	if (!c || (a && !attr_word(a)))
 		return EINVAL;
+	if (a && (*attr_word(a) & 1u)) /* process-shared: pshared.c */
+		return wf_px_shared_cond_init(c, (clockid_t)((*attr_word(a) >> 1) & 0x7f));
 	memset(c, 0, sizeof *c);
 	weft_condattr_t wa;
 	weft_condattr_init(&wa);
@@ -339,33 +351,66 @@ WF_PX_API int WF_PX(pthread_cond_init)(pthread_cond_t *c, const pthread_condattr
 
 WF_PX_API int WF_PX(pthread_cond_destroy)(pthread_cond_t *c)
 {
+	if (unlikely(wf_px_shared_cond(c)))
+		return wf_px_shared_cond_op(c, WF_PX_DESTROY);
 	return weft_cond_destroy(C(c));
+}
+
+/* A process-shared mutex goes with a process-shared condition variable
+ * (both are glibc's, pshared.c), and a weft one with a weft one. */
+static int mixed(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	return wf_px_shared_mutex(m) != wf_px_shared_cond(c);
 }
 
 WF_PX_API int WF_PX(pthread_cond_wait)(pthread_cond_t *c, pthread_mutex_t *m)
 {
+	if (unlikely(wf_px_shared_cond(c) || wf_px_special(m)))
+		return mixed(c, m)            ? EINVAL
+		       : wf_px_shared_cond(c) ? wf_px_shared_cond_wait(c, m, 0, NULL, 0)
+					      : weft_cond_wait(C(c), M(m));
 	return weft_cond_wait(C(c), M(m));
 }
 
 WF_PX_API int WF_PX(pthread_cond_timedwait)(pthread_cond_t *c, pthread_mutex_t *m,
 					    const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_cond(c) || wf_px_special(m))) {
+		if (mixed(c, m))
+			return EINVAL;
+		if (wf_px_shared_cond(c))
+			return wf_px_shared_cond_wait(c, m,
+						      (clockid_t)(c->__data.__wrefs & 2
+									  ? CLOCK_MONOTONIC
+									  : CLOCK_REALTIME),
+						      t, 1);
+	}
 	return weft_cond_timedwait(C(c), M(m), t);
 }
 
 WF_PX_API int WF_PX(pthread_cond_clockwait)(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k,
 					    const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_cond(c) || wf_px_special(m))) {
+		if (mixed(c, m))
+			return EINVAL;
+		if (wf_px_shared_cond(c))
+			return wf_px_shared_cond_wait(c, m, k, t, 1);
+	}
 	return weft_cond_clockwait(C(c), M(m), k, t);
 }
 
 WF_PX_API int WF_PX(pthread_cond_signal)(pthread_cond_t *c)
 {
+	if (unlikely(wf_px_shared_cond(c)))
+		return wf_px_shared_cond_op(c, WF_PX_SIGNAL);
 	return weft_cond_signal(C(c));
 }
 
 WF_PX_API int WF_PX(pthread_cond_broadcast)(pthread_cond_t *c)
 {
+	if (unlikely(wf_px_shared_cond(c)))
+		return wf_px_shared_cond_op(c, WF_PX_BROADCAST);
 	return weft_cond_broadcast(C(c));
 }
 
@@ -447,6 +492,9 @@ WF_PX_API int WF_PX(pthread_rwlock_init)(pthread_rwlock_t *l, const pthread_rwlo
 {
 	if (!l)
 		return EINVAL;
+	if (a && ((const wf_px_rwattr_t *)a)->pshared == PTHREAD_PROCESS_SHARED)
+		return wf_px_shared_rwlock_init(l,
+						((const wf_px_rwattr_t *)a)->kind); /* pshared.c */
 	memset(l, 0, sizeof *l);
 	weft_rwlockattr_t wa;
 	weft_rwlockattr_init(&wa);
@@ -457,53 +505,73 @@ WF_PX_API int WF_PX(pthread_rwlock_init)(pthread_rwlock_t *l, const pthread_rwlo
 
 WF_PX_API int WF_PX(pthread_rwlock_destroy)(pthread_rwlock_t *l)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_DESTROY, 0, NULL);
 	return weft_rwlock_destroy(rw(l));
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_rdlock)(pthread_rwlock_t *l)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_RDLOCK, 0, NULL);
 	return weft_rwlock_rdlock(rw(l));
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_tryrdlock)(pthread_rwlock_t *l)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_TRYRD, 0, NULL);
 	return weft_rwlock_tryrdlock(rw(l));
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_timedrdlock)(pthread_rwlock_t *l, const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_RDLOCK, CLOCK_REALTIME, t);
 	return weft_rwlock_timedrdlock(rw(l), t);
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_clockrdlock)(pthread_rwlock_t *l, clockid_t c,
 						const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_RDLOCK, c, t);
 	return weft_rwlock_clockrdlock(rw(l), c, t);
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_wrlock)(pthread_rwlock_t *l)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_WRLOCK, 0, NULL);
 	return weft_rwlock_wrlock(rw(l));
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_trywrlock)(pthread_rwlock_t *l)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_TRYWR, 0, NULL);
 	return weft_rwlock_trywrlock(rw(l));
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_timedwrlock)(pthread_rwlock_t *l, const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_WRLOCK, CLOCK_REALTIME, t);
 	return weft_rwlock_timedwrlock(rw(l), t);
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_clockwrlock)(pthread_rwlock_t *l, clockid_t c,
 						const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_WRLOCK, c, t);
 	return weft_rwlock_clockwrlock(rw(l), c, t);
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_unlock)(pthread_rwlock_t *l)
 {
+	if (unlikely(wf_px_shared_rwlock(l)))
+		return wf_px_shared_rwlock_op(l, WF_PX_UNLOCK, 0, NULL);
 	return weft_rwlock_unlock(rw(l));
 }
 
@@ -541,16 +609,24 @@ WF_PX_API int WF_PX(pthread_barrierattr_getpshared)(const pthread_barrierattr_t 
 WF_PX_API int WF_PX(pthread_barrier_init)(pthread_barrier_t *b, const pthread_barrierattr_t *a,
 					  unsigned n)
 {
+	if (b && a && *(const int *)a == PTHREAD_PROCESS_SHARED)
+		return n ? wf_px_shared_barrier_init(b, n) : EINVAL; /* pshared.c */
+	if (b)
+		wf_px_unmark(b, sizeof *b);
 	return weft_barrier_init((weft_barrier_t *)b, NULL, n);
 }
 
 WF_PX_API int WF_PX(pthread_barrier_destroy)(pthread_barrier_t *b)
 {
+	if (unlikely(wf_px_shared_barrier(b)))
+		return wf_px_shared_barrier_op(b, WF_PX_DESTROY);
 	return weft_barrier_destroy((weft_barrier_t *)b);
 }
 
 WF_PX_API int WF_PX(pthread_barrier_wait)(pthread_barrier_t *b)
 {
+	if (unlikely(wf_px_shared_barrier(b)))
+		return wf_px_shared_barrier_op(b, WF_PX_WAIT);
 	return weft_barrier_wait((weft_barrier_t *)b);
 }
 
@@ -591,45 +667,62 @@ static int sem_rc(int e)
 	return -1;
 }
 
-/* pshared is accepted: the semaphore works between this process's threads
- * (weft's wait queues live in one process; docs/posix-coverage.md). */
+/* A process-shared one is glibc's (pshared.c). */
 WF_PX_API int WF_PX(sem_init)(sem_t *s, int pshared, unsigned v)
 {
+	if (s && pshared)
+		return wf_px_shared_sem_init(s, v);
+	if (s)
+		wf_px_unmark(s, sizeof *s);
 	return sem_rc(weft_sem_init((weft_sem_t *)s, 0, v));
 }
 
 WF_PX_API int WF_PX(sem_destroy)(sem_t *s)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_DESTROY, 0, NULL, NULL);
 	return sem_rc(weft_sem_destroy((weft_sem_t *)s));
 }
 
 WF_PX_API int WF_PX(sem_wait)(sem_t *s)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_WAIT, 0, NULL, NULL);
 	return sem_rc(weft_sem_wait((weft_sem_t *)s));
 }
 
 WF_PX_API int WF_PX(sem_trywait)(sem_t *s)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_TRY, 0, NULL, NULL);
 	return sem_rc(weft_sem_trywait((weft_sem_t *)s));
 }
 
 WF_PX_API int WF_PX(sem_timedwait)(sem_t *s, const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_WAIT, CLOCK_REALTIME, t, NULL);
 	return sem_rc(weft_sem_timedwait((weft_sem_t *)s, t));
 }
 
 WF_PX_API int WF_PX(sem_clockwait)(sem_t *s, clockid_t c, const struct timespec *t)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_WAIT, c, t, NULL);
 	return sem_rc(weft_sem_clockwait((weft_sem_t *)s, c, t));
 }
 
 WF_PX_API int WF_PX(sem_post)(sem_t *s)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_POST, 0, NULL, NULL);
 	return sem_rc(weft_sem_post((weft_sem_t *)s));
 }
 
 WF_PX_API int WF_PX(sem_getvalue)(sem_t *s, int *v)
 {
+	if (unlikely(wf_px_shared_sem(s)))
+		return wf_px_shared_sem_op(s, WF_PX_GETVALUE, 0, NULL, v);
 	return sem_rc(weft_sem_getvalue((weft_sem_t *)s, v));
 }
 

@@ -112,7 +112,7 @@ static void *sig_thread(void *arg)
 	int sig = 0;
 	int e = sigwait(&s, &sig);
 	printf("sigwait: returned %d with %s\n", e,
-	       sig == SIGTERM ? "SIGTERM"
+	       sig == SIGTERM  ? "SIGTERM"
 	       : sig == SIGINT ? "SIGINT"
 			       : "another signal");
 	atomic_store(&stop, 1);
@@ -154,8 +154,8 @@ int main(void)
 	for (int i = 0; i < ROUNDS; i++) {
 		int want = i + 1;
 		kill(getpid(), SIGUSR1);
-		for (int ms = 0; atomic_load(&handled) + atomic_load(&handled_elsewhere) < want &&
-				 ms < 10000;
+		for (int ms = 0;
+		     atomic_load(&handled) + atomic_load(&handled_elsewhere) < want && ms < 10000;
 		     ms++)
 			nap_ms(1);
 	}
