@@ -192,6 +192,7 @@ WEFT_API int weft_sched_sethint(weft_t t, uint64_t hint);
 WEFT_API int weft_sched_gethint(weft_t t, uint64_t *hint);
 
 /* What a scheduler may ask about the ULT behind a node it holds. */
+/* NULL: 0, 0, -1 and -1 (weft_sched_node_prio) - never a valid answer. */
 WEFT_API weft_t weft_sched_node_thread(const weft_sched_node_t *n); /* its weft_t */
 WEFT_API uint64_t weft_sched_node_hint(const weft_sched_node_t *n);
 /* The worker it must run on, or -1 if any worker may run it. A scheduler

@@ -54,8 +54,17 @@ WF_PX_API int WF_PX(pthread_getcpuclockid)(pthread_t t, clockid_t *c)
 	return 0;
 }
 
+WF_PX_API int WF_PX(clock_getres)(clockid_t c, struct timespec *res);
+
 WF_PX_API int WF_PX(clock_gettime)(clockid_t c, struct timespec *ts)
 {
+	if (unlikely(!ts)) {
+		/* The system call's answers: EINVAL for a clock it does not
+		 * know, then EFAULT (the vDSO's would fault). */
+		if (WF_PX(clock_getres)(c, NULL) == 0)
+			errno = EFAULT;
+		return -1;
+	}
 	wf_worker_t *w;
 	if (c == CLOCK_THREAD_CPUTIME_ID && (w = wf_worker_self()) && w->current) {
 		/* In a ULT, "this thread" is the ULT, not its worker. */

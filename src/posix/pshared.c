@@ -64,60 +64,60 @@ _Static_assert(sizeof(weft_cond_t) <= offsetof(pthread_cond_t, __data.__wrefs),
 
 /* ---- glibc's functions ------------------------------------------------------------- */
 
-#define GLIBC_CALLS(X)                                                                        \
-	X(int, pthread_mutexattr_init, (pthread_mutexattr_t *))                               \
-	X(int, pthread_mutexattr_settype, (pthread_mutexattr_t *, int))                       \
-	X(int, pthread_mutexattr_setpshared, (pthread_mutexattr_t *, int))                    \
-	X(int, pthread_mutexattr_destroy, (pthread_mutexattr_t *))                            \
-	X(int, pthread_mutex_init, (pthread_mutex_t *, const pthread_mutexattr_t *))          \
-	X(int, pthread_mutex_destroy, (pthread_mutex_t *))                                    \
-	X(int, pthread_mutex_lock, (pthread_mutex_t *))                                       \
-	X(int, pthread_mutex_trylock, (pthread_mutex_t *))                                    \
+#define GLIBC_CALLS(X)                                                                           \
+	X(int, pthread_mutexattr_init, (pthread_mutexattr_t *))                                  \
+	X(int, pthread_mutexattr_settype, (pthread_mutexattr_t *, int))                          \
+	X(int, pthread_mutexattr_setpshared, (pthread_mutexattr_t *, int))                       \
+	X(int, pthread_mutexattr_destroy, (pthread_mutexattr_t *))                               \
+	X(int, pthread_mutex_init, (pthread_mutex_t *, const pthread_mutexattr_t *))             \
+	X(int, pthread_mutex_destroy, (pthread_mutex_t *))                                       \
+	X(int, pthread_mutex_lock, (pthread_mutex_t *))                                          \
+	X(int, pthread_mutex_trylock, (pthread_mutex_t *))                                       \
 	X(int, pthread_mutex_clocklock, (pthread_mutex_t *, clockid_t, const struct timespec *)) \
-	X(int, pthread_mutex_unlock, (pthread_mutex_t *))                                     \
-	X(int, pthread_condattr_init, (pthread_condattr_t *))                                 \
-	X(int, pthread_condattr_setpshared, (pthread_condattr_t *, int))                      \
-	X(int, pthread_condattr_setclock, (pthread_condattr_t *, clockid_t))                  \
-	X(int, pthread_condattr_destroy, (pthread_condattr_t *))                              \
-	X(int, pthread_cond_init, (pthread_cond_t *, const pthread_condattr_t *))             \
-	X(int, pthread_cond_destroy, (pthread_cond_t *))                                      \
-	X(int, pthread_cond_wait, (pthread_cond_t *, pthread_mutex_t *))                      \
-	X(int, pthread_cond_clockwait,                                                        \
-	  (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))          \
-	X(int, pthread_cond_timedwait,                                                        \
-	  (pthread_cond_t *, pthread_mutex_t *, const struct timespec *))                     \
-	X(int, pthread_cond_signal, (pthread_cond_t *))                                       \
-	X(int, pthread_cond_broadcast, (pthread_cond_t *))                                    \
-	X(int, pthread_rwlockattr_init, (pthread_rwlockattr_t *))                             \
-	X(int, pthread_rwlockattr_setpshared, (pthread_rwlockattr_t *, int))                  \
-	X(int, pthread_rwlockattr_setkind_np, (pthread_rwlockattr_t *, int))                  \
-	X(int, pthread_rwlockattr_destroy, (pthread_rwlockattr_t *))                          \
-	X(int, pthread_rwlock_init, (pthread_rwlock_t *, const pthread_rwlockattr_t *))       \
-	X(int, pthread_rwlock_destroy, (pthread_rwlock_t *))                                  \
-	X(int, pthread_rwlock_clockrdlock,                                                    \
-	  (pthread_rwlock_t *, clockid_t, const struct timespec *))                           \
-	X(int, pthread_rwlock_clockwrlock,                                                    \
-	  (pthread_rwlock_t *, clockid_t, const struct timespec *))                           \
-	X(int, pthread_rwlock_rdlock, (pthread_rwlock_t *))                                   \
-	X(int, pthread_rwlock_wrlock, (pthread_rwlock_t *))                                   \
-	X(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t *))                                \
-	X(int, pthread_rwlock_trywrlock, (pthread_rwlock_t *))                                \
-	X(int, pthread_rwlock_unlock, (pthread_rwlock_t *))                                   \
-	X(int, pthread_barrierattr_init, (pthread_barrierattr_t *))                           \
-	X(int, pthread_barrierattr_setpshared, (pthread_barrierattr_t *, int))                \
-	X(int, pthread_barrierattr_destroy, (pthread_barrierattr_t *))                        \
-	X(int, pthread_barrier_init,                                                          \
-	  (pthread_barrier_t *, const pthread_barrierattr_t *, unsigned))                     \
-	X(int, pthread_barrier_destroy, (pthread_barrier_t *))                                \
-	X(int, pthread_barrier_wait, (pthread_barrier_t *))                                   \
-	X(int, sem_init, (sem_t *, int, unsigned))                                            \
-	X(int, sem_destroy, (sem_t *))                                                        \
-	X(int, sem_wait, (sem_t *))                                                           \
-	X(int, sem_trywait, (sem_t *))                                                        \
-	X(int, sem_clockwait, (sem_t *, clockid_t, const struct timespec *))                  \
-	X(int, sem_timedwait, (sem_t *, const struct timespec *))                             \
-	X(int, sem_post, (sem_t *))                                                           \
-	X(int, sem_getvalue, (sem_t *, int *))                                                \
+	X(int, pthread_mutex_unlock, (pthread_mutex_t *))                                        \
+	X(int, pthread_condattr_init, (pthread_condattr_t *))                                    \
+	X(int, pthread_condattr_setpshared, (pthread_condattr_t *, int))                         \
+	X(int, pthread_condattr_setclock, (pthread_condattr_t *, clockid_t))                     \
+	X(int, pthread_condattr_destroy, (pthread_condattr_t *))                                 \
+	X(int, pthread_cond_init, (pthread_cond_t *, const pthread_condattr_t *))                \
+	X(int, pthread_cond_destroy, (pthread_cond_t *))                                         \
+	X(int, pthread_cond_wait, (pthread_cond_t *, pthread_mutex_t *))                         \
+	X(int, pthread_cond_clockwait,                                                           \
+	  (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))             \
+	X(int, pthread_cond_timedwait,                                                           \
+	  (pthread_cond_t *, pthread_mutex_t *, const struct timespec *))                        \
+	X(int, pthread_cond_signal, (pthread_cond_t *))                                          \
+	X(int, pthread_cond_broadcast, (pthread_cond_t *))                                       \
+	X(int, pthread_rwlockattr_init, (pthread_rwlockattr_t *))                                \
+	X(int, pthread_rwlockattr_setpshared, (pthread_rwlockattr_t *, int))                     \
+	X(int, pthread_rwlockattr_setkind_np, (pthread_rwlockattr_t *, int))                     \
+	X(int, pthread_rwlockattr_destroy, (pthread_rwlockattr_t *))                             \
+	X(int, pthread_rwlock_init, (pthread_rwlock_t *, const pthread_rwlockattr_t *))          \
+	X(int, pthread_rwlock_destroy, (pthread_rwlock_t *))                                     \
+	X(int, pthread_rwlock_clockrdlock,                                                       \
+	  (pthread_rwlock_t *, clockid_t, const struct timespec *))                              \
+	X(int, pthread_rwlock_clockwrlock,                                                       \
+	  (pthread_rwlock_t *, clockid_t, const struct timespec *))                              \
+	X(int, pthread_rwlock_rdlock, (pthread_rwlock_t *))                                      \
+	X(int, pthread_rwlock_wrlock, (pthread_rwlock_t *))                                      \
+	X(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t *))                                   \
+	X(int, pthread_rwlock_trywrlock, (pthread_rwlock_t *))                                   \
+	X(int, pthread_rwlock_unlock, (pthread_rwlock_t *))                                      \
+	X(int, pthread_barrierattr_init, (pthread_barrierattr_t *))                              \
+	X(int, pthread_barrierattr_setpshared, (pthread_barrierattr_t *, int))                   \
+	X(int, pthread_barrierattr_destroy, (pthread_barrierattr_t *))                           \
+	X(int, pthread_barrier_init,                                                             \
+	  (pthread_barrier_t *, const pthread_barrierattr_t *, unsigned))                        \
+	X(int, pthread_barrier_destroy, (pthread_barrier_t *))                                   \
+	X(int, pthread_barrier_wait, (pthread_barrier_t *))                                      \
+	X(int, sem_init, (sem_t *, int, unsigned))                                               \
+	X(int, sem_destroy, (sem_t *))                                                           \
+	X(int, sem_wait, (sem_t *))                                                              \
+	X(int, sem_trywait, (sem_t *))                                                           \
+	X(int, sem_clockwait, (sem_t *, clockid_t, const struct timespec *))                     \
+	X(int, sem_timedwait, (sem_t *, const struct timespec *))                                \
+	X(int, sem_post, (sem_t *))                                                              \
+	X(int, sem_getvalue, (sem_t *, int *))                                                   \
 	X(sem_t *, sem_open, (const char *, int, ...))
 
 #ifdef WEFT_PRELOAD
@@ -138,8 +138,7 @@ static void resolve(void)
 #undef GLIBC_RESOLVE
 	__atomic_store_n(&g.resolved, 1, __ATOMIC_RELEASE);
 }
-#define GLIBC(name) \
-	(__atomic_load_n(&g.resolved, __ATOMIC_ACQUIRE) ? g.name : (resolve(), g.name))
+#define GLIBC(name) (__atomic_load_n(&g.resolved, __ATOMIC_ACQUIRE) ? g.name : (resolve(), g.name))
 #else
 #define GLIBC(name) name
 #endif
@@ -153,7 +152,8 @@ static uint32_t *last_word(void *o, size_t size)
 
 int wf_px_shared_mutex(const pthread_mutex_t *m)
 {
-	return m && (__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & GLIBC_MUTEX_PSHARED_BIT);
+	return m &&
+	       (__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & GLIBC_MUTEX_PSHARED_BIT);
 }
 
 int wf_px_shared_cond(const pthread_cond_t *c)
@@ -162,7 +162,8 @@ int wf_px_shared_cond(const pthread_cond_t *c)
 }
 
 #define MARKED(o) \
-	((o) && __atomic_load_n(last_word((void *)(o), sizeof *(o)), __ATOMIC_RELAXED) == SHARED_MAGIC)
+	((o) &&   \
+	 __atomic_load_n(last_word((void *)(o), sizeof *(o)), __ATOMIC_RELAXED) == SHARED_MAGIC)
 
 int wf_px_shared_rwlock(const pthread_rwlock_t *l)
 {
@@ -192,16 +193,16 @@ static void mark(void *o, size_t size)
 /* ---- waiting in the kernel ----------------------------------------------------------- */
 
 /* f(args) inside a section; its return value and errno are kept. */
-#define WAIT(cancel_point, call)                     \
-	({                                           \
-		if (cancel_point)                    \
-			wf_testcancel();             \
+#define WAIT(cancel_point, call)                      \
+	({                                            \
+		if (cancel_point)                     \
+			wf_testcancel();              \
 		wf_ult_t *wf_u_ = wf_section_begin(); \
-		int wf_r_ = (call);                  \
-		int wf_e_ = errno;                   \
-		wf_section_end(wf_u_);               \
-		errno = wf_e_;                       \
-		wf_r_;                               \
+		int wf_r_ = (call);                   \
+		int wf_e_ = errno;                    \
+		wf_section_end(wf_u_);                \
+		errno = wf_e_;                        \
+		wf_r_;                                \
 	})
 
 /* ---- mutexes ------------------------------------------------------------------------- */

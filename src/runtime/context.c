@@ -104,6 +104,9 @@ int weft_context_init_current(weft_context_t *c, int kind)
 
 static void check_pair(const weft_context_t *from, const weft_context_t *to)
 {
+	if (unlikely(!from || !to))
+		wf_panic("weft_context_switch/exit: a NULL context (from %p, to %p)", (void *)from,
+			 (void *)to);
 	if (unlikely(from->kind_ != to->kind_ ||
 		     (from->kind_ != WF_CTX_ASM && from->kind_ != WF_CTX_UCONTEXT)))
 		wf_panic("weft_context_switch/exit: contexts of kinds %d and %d (made? same kind?)",

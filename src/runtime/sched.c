@@ -83,21 +83,27 @@ int weft_sched_gethint(weft_t t, uint64_t *hint)
 
 weft_t weft_sched_node_thread(const weft_sched_node_t *n)
 {
-	return wf_ult_of_node(n)->id;
+	return n ? wf_ult_of_node(n)->id : 0;
 }
 
 uint64_t weft_sched_node_hint(const weft_sched_node_t *n)
 {
+	if (!n)
+		return 0;
 	return __atomic_load_n(&wf_ult_of_node(n)->sched_hint, __ATOMIC_RELAXED);
 }
 
 int weft_sched_node_worker(const weft_sched_node_t *n)
 {
+	if (!n)
+		return -1;
 	return wf_ult_of_node(n)->bound_worker;
 }
 
 int weft_sched_node_prio(const weft_sched_node_t *n, int *policy)
 {
+	if (!n)
+		return -1;
 	const wf_ult_t *u = wf_ult_of_node(n);
 	if (policy)
 		*policy = u->sched_policy;

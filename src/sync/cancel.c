@@ -131,6 +131,8 @@ static struct weft_cleanup_frame **cleanup_head(void)
 
 void weft_cleanup_push_frame(struct weft_cleanup_frame *f, void (*fn)(void *), void *arg)
 {
+	if (!f)
+		return; /* nothing to push: a pop of NULL matches it */
 	struct weft_cleanup_frame **head = cleanup_head();
 	f->fn = fn;
 	f->arg = arg;
@@ -140,6 +142,8 @@ void weft_cleanup_push_frame(struct weft_cleanup_frame *f, void (*fn)(void *), v
 
 void weft_cleanup_pop_frame(struct weft_cleanup_frame *f, int execute)
 {
+	if (!f)
+		return; /* as its push */
 	struct weft_cleanup_frame **head = cleanup_head();
 	if (*head != f)
 		wf_panic("weft_cleanup_pop does not match the innermost weft_cleanup_push");

@@ -138,8 +138,8 @@ int weft_cond_signal(weft_cond_t *c)
 
 int weft_cond_broadcast(weft_cond_t *c)
 {
-	if (!c)
-		return EINVAL;
+	if (!c || __atomic_load_n(&c->reserved, __ATOMIC_RELAXED))
+		return EINVAL; /* not a condition variable: its mutex would be garbage */
 	WF_ADD(&c->seq, 1);
 	if (!WF_LOAD(&c->waiters))
 		return 0;

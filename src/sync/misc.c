@@ -36,8 +36,8 @@ int weft_barrier_init(weft_barrier_t *b, const weft_barrierattr_t *a, unsigned c
 
 int weft_barrier_destroy(weft_barrier_t *b)
 {
-	if (!b)
-		return EINVAL;
+	if (!b || __atomic_load_n(&b->lock, __ATOMIC_RELAXED) > 1)
+		return EINVAL; /* not a barrier: its lock word would look held for ever */
 	wf_word_lock(&b->lock);
 	int busy = b->arrived || b->inside;
 	wf_word_unlock(&b->lock);
@@ -46,7 +46,7 @@ int weft_barrier_destroy(weft_barrier_t *b)
 
 int weft_barrier_wait(weft_barrier_t *b)
 {
-	if (!b)
+	if (!b || __atomic_load_n(&b->lock, __ATOMIC_RELAXED) > 1)
 		return EINVAL;
 	wf_word_lock(&b->lock);
 	if (b->count == 0) {

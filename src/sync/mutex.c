@@ -302,6 +302,8 @@ acquired:
  * UINT64_MAX means "trylock". */
 static int lock_slow(weft_mutex_t *m, clockid_t clock, const struct timespec *abstime, int try)
 {
+	if (unlikely(m->type > 3))
+		return EINVAL; /* not a mutex (3 is glibc's adaptive kind, as NORMAL) */
 	uint64_t me = 0;
 	if (tracked(m)) {
 		me = wf_self_key();
@@ -372,7 +374,7 @@ static inline void release(weft_mutex_t *m)
 
 int weft_mutex_unlock(weft_mutex_t *m)
 {
-	if (unlikely(!m))
+	if (unlikely(!m || m->type > 3))
 		return EINVAL;
 	if (tracked(m)) {
 		if (WF_LOAD_RLX(&m->owner) != wf_self_key())

@@ -73,9 +73,17 @@ int weft_rwlock_init(weft_rwlock_t *l, const weft_rwlockattr_t *a)
 	return 0;
 }
 
+/* Not an rwlock weft made (garbage, or one freed and overwritten): its
+ * internal lock word would look held for ever. */
+static int bad(const weft_rwlock_t *l)
+{
+	return !l || __atomic_load_n(&l->lock, __ATOMIC_RELAXED) > 1 ||
+	       __atomic_load_n(&l->pref, __ATOMIC_RELAXED) > WEFT_RWLOCK_PREFER_WRITER;
+}
+
 int weft_rwlock_destroy(weft_rwlock_t *l)
 {
-	if (!l)
+	if (bad(l))
 		return EINVAL;
 	wf_word_lock(&l->lock);
 	int busy = l->writer || l->readers || l->rwait || l->wwait;
@@ -156,7 +164,9 @@ static int enter(weft_rwlock_t *l, int write, uint64_t me)
 static int lock_common(weft_rwlock_t *l, int write, int try, clockid_t clock,
 		       const struct timespec *abstime)
 {
-	if (!l || (abstime && clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME))
+	/* As glibc, a bad deadline is EINVAL before anything else (EDEADLK). */
+	if (bad(l) || (abstime && ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) ||
+				   abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)))
 		return EINVAL;
 	uint64_t me = wf_self_key(), deadline = 0, t0 = 0;
 	int have_deadline = 0, rank = wf_self_rank();
@@ -253,7 +263,7 @@ int weft_rwlock_clockwrlock(weft_rwlock_t *l, clockid_t clock, const struct time
 
 int weft_rwlock_unlock(weft_rwlock_t *l)
 {
-	if (!l)
+	if (bad(l))
 		return EINVAL;
 	wf_word_lock(&l->lock);
 	if (l->writer) {
