@@ -563,6 +563,20 @@ WF_PX_API int WF_PX(pthread_sigmask)(int how, const __sigset_t *set, __sigset_t 
 	return wf_sig_mask(w->current, how, set, old);
 }
 
+/* In a multithreaded process sigprocmask is pthread_sigmask (glibc's is):
+ * the calling thread's mask. Under weft it must be the ULT's, or the next
+ * switch would put the ULT's back in the kernel thread (coreutils'
+ * timeout blocks SIGCHLD with it, then waits in sigsuspend). */
+WF_PX_API int WF_PX(sigprocmask)(int how, const __sigset_t *set, __sigset_t *old)
+{
+	int e = WF_PX(pthread_sigmask)(how, set, old);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 /* Affinity: weft binds a ULT to one worker; worker i runs on the i-th CPU
  * the process may use when WEFT_PIN=1. A set naming every usable CPU
  * unbinds; otherwise the ULT is bound to the worker of the lowest CPU in

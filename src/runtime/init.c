@@ -124,6 +124,7 @@ static int start(const weft_config_t *c, int with_root)
 	 * (with room for a ucontext_t) is allocated apart. */
 	int e = 0;
 	wf_ult_t *root = NULL;
+	wf_kmask_reset(); /* no ULT blocks a signal yet (sched.c, "Signal masks") */
 	if (with_root) {
 		if (!(root = wf_ult_for_thread(&e)))
 			return e;

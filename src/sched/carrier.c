@@ -201,9 +201,14 @@ static void carrier_signal(wf_carrier_t *c, int cmd)
  *
  * Carriers that carry nothing (spares), the monitor and the I/O watchdog
  * block every signal. A worker's loop keeps the mask of the last ULT it
- * ran (the loop runs between ULTs; a system call there on every switch
- * to it would cost more than it saves), so a signal the last ULT accepted
- * may still arrive in the loop and run its handler there.
+ * ran while it looks for work (a system call on every switch to it would
+ * cost more than it saves); before it sleeps it takes the mask of what
+ * every live ULT blocks (wf_kmask_idle: counts per signal of the live
+ * ULTs that block it, kept as masks are set and ULTs come and go - ULTs
+ * whose mask is empty cost nothing), so a sleeping worker never takes a
+ * signal that no thread would. One that some ULT takes may still arrive in
+ * a loop and run its handler there, on no ULT, instead of interrupting a
+ * ULT that waits for something else.
  *
  * The preemption signal is never blocked while preemption is on (the
  * monitor's signals must arrive), and glibc keeps its own two (SIGCANCEL,
@@ -220,6 +225,31 @@ static uint64_t kernel_mask(uint64_t m)
 	sigemptyset(&set);
 	memcpy(&set, &k, sizeof k); /* bit s - 1 is signal s */
 	WF_SYS(pthread_sigmask)(SIG_SETMASK, &set, NULL);
+	return m;
+}
+
+static atomic_long blocking[64]; /* per signal: live ULTs that block it */
+
+void wf_kmask_reset(void)
+{
+	for (int b = 0; b < 64; b++)
+		atomic_store_explicit(&blocking[b], 0, memory_order_relaxed);
+}
+
+void wf_kmask_account(uint64_t m, long delta)
+{
+	for (; m; m &= m - 1)
+		atomic_fetch_add_explicit(&blocking[__builtin_ctzll(m)], delta,
+					  memory_order_relaxed);
+}
+
+uint64_t wf_kmask_idle(void)
+{
+	long n = wf_live() + (wf_rt.root != NULL);
+	uint64_t m = 0;
+	for (int b = 0; b < 64 && n > 0; b++)
+		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) >= n)
+			m |= 1ull << b;
 	return m;
 }
 
@@ -536,11 +566,23 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 		 * call the signal would interrupt (the window left is the
 		 * tgkill's own). */
 		cr.run_ns[i] = now; /* the next signal after another slice */
+		atomic_store_explicit(&w->preempt_n, n, memory_order_relaxed);
 		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) != SYS_IN &&
 		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
 			wf_preempt_kick(w);
 	}
 	cr.run_cpu[i] = cpu;
+	/* A signal sent to the running ULT waits for it to be at a safe
+	 * instruction (sync/signal.c, preempt.c): one that computes mostly
+	 * inside weft or the C library (a lock and unlock loop) is asked
+	 * again, at the fast pace, until it takes it. Only the pointer is
+	 * compared: a descriptor may be gone (it lives in its stack). */
+	if (u && atomic_load_explicit(&w->sig_kick, memory_order_relaxed) == u) {
+		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) != SYS_IN &&
+		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
+			wf_preempt_kick(w);
+		return 1;
+	}
 	return stuck;
 }
 

@@ -191,6 +191,12 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 		goto out;
 	if (wf_preempt_hook)
 		wf_preempt_hook(u); /* pending signals, asynchronous cancellation */
+	/* The slice the monitor saw is over if the worker switched since:
+	 * the ULT running now has just begun its own (or the signal was a
+	 * signal's delivery, not a slice's end). */
+	if (atomic_load_explicit(&w->n_switches, memory_order_relaxed) !=
+	    atomic_load_explicit(&w->preempt_n, memory_order_relaxed))
+		goto out;
 	/* A scheduler that keeps time itself (prio: SCHED_RR's slices, and
 	 * SCHED_FIFO, which no slice ends) decides for its real-time ULTs;
 	 * the others (SCHED_OTHER) are sliced as everywhere. */

@@ -436,8 +436,12 @@ void wf_after_switch(wf_worker_t *w)
 		 * detached ULT's free may then still be under way when wf_live()
 		 * reads 0: weft_shutdown drains the workers' caches only after
 		 * their kernel threads ended. */
-		if (p != wf_rt.root) /* the root was not made by wf_ult_spawn */
+		if (p != wf_rt.root) { /* the root was not made by wf_ult_spawn */
+			uint64_t m = atomic_load_explicit(&p->sig_mask, memory_order_relaxed);
+			if (unlikely(m))
+				wf_kmask_account(m, -1); /* "Signal masks" */
 			__atomic_store_n(&w->exited, w->exited + 1, __ATOMIC_RELEASE);
+		}
 		wf_join_publish_exit(w, p);
 		if (unlikely(atomic_load_explicit(&wf_rt.root_exited, memory_order_acquire)) &&
 		    wf_live() == 0)
@@ -798,7 +802,11 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		}
 		atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
 
-		/* Sleep: announce, re-check everything, then wait. */
+		/* Sleep with the signals every live ULT blocks blocked
+		 * ("Signal masks"); announce, re-check everything, then wait. */
+		uint64_t idle_mask = wf_kmask_idle();
+		if (unlikely(idle_mask != w->kmask))
+			wf_kmask_install(w, idle_mask);
 		atomic_store_explicit(&w->sleep_state, WF_SLEEPING, memory_order_seq_cst);
 		atomic_fetch_add_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
 		/* Queuers fence lightly before they look for sleepers: the heavy

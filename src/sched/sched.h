@@ -138,7 +138,12 @@ typedef struct wf_worker {
 
 	/* Sleeping: the futex word an idle worker waits on. */
 	WF_ALIGNED_CL atomic_int sleep_state;
-	atomic_int in_poll; /* it sleeps in the I/O poller (wf_poll_hooks.sleep): wake it
+	atomic_ulong preempt_n;       /* the switch count the monitor saw last a slice ago:
+	                                   its preemption is for that run only (preempt.c) */
+	_Atomic(wf_ult_t *) sig_kick; /* a ULT running here that has a signal to take (set by
+	                                 its sender, cleared once taken: sync/signal.c); the
+	                                 monitor asks it again (carrier.c) */
+	atomic_int in_poll;           /* it sleeps in the I/O poller (wf_poll_hooks.sleep): wake it
 	                       with .kick after the CAS of sleep_state */
 
 	/* Timers of ULTs that wait with a deadline on this worker. */
@@ -249,6 +254,12 @@ WF_HIDDEN _Noreturn void wf_carrier_home_to_root(wf_ult_t *root, wf_ctx_t *home,
 #define WF_KMASK_ALL UINT64_MAX
 WF_HIDDEN void wf_kmask_install(wf_worker_t *w, uint64_t m);
 WF_HIDDEN void wf_kmask_follow(wf_ult_t *self);
+/* Counts of live ULTs blocking each signal: m's bits gain delta (a ULT
+ * made, gone, or changing its mask); reset at start. wf_kmask_idle: the
+ * signals every live ULT blocks (a sleeping worker's mask). */
+WF_HIDDEN void wf_kmask_reset(void);
+WF_HIDDEN void wf_kmask_account(uint64_t m, long delta);
+WF_HIDDEN uint64_t wf_kmask_idle(void);
 /* worker.c: pin the calling kernel thread to worker id's CPU; the first
  * carrier's affinity before and after. */
 WF_HIDDEN void wf_pin_self(int id);

@@ -50,6 +50,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->retval = NULL;
 	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
 	u->cwait = NULL;
+	atomic_store_explicit(&u->wait_addr, NULL, memory_order_relaxed);
 	u->cleanup = NULL;
 	u->tsd = NULL;
 	u->px_unwind = NULL;
@@ -134,6 +135,9 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 	*id = u->id; /* before it can run: a detached ULT may be gone at once */
 	if (WF_TSAN)
 		name_fiber(u);
+	uint64_t mask = atomic_load_explicit(&u->sig_mask, memory_order_relaxed);
+	if (unlikely(mask))
+		wf_kmask_account(mask, 1); /* sched.c, "Signal masks" */
 	if (w)
 		__atomic_store_n(&w->created, w->created + 1, __ATOMIC_RELEASE);
 	else

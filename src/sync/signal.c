@@ -7,10 +7,11 @@
  * runs in the ULT's context, as POSIX wants.
  *
  *   send     mark the signal pending; if the ULT does not block it and is in
- *            an interruptible wait (a cancellation point: sleeps, condition
- *            and semaphore waits, weft_wait), take it out of the wait, which
- *            returns EINTR (condition waits report it as a spurious wake-up,
- *            as POSIX says they do). A send to oneself delivers at once.
+ *            a wait, take it out of the wait (wait.c): a cancellation point
+ *            (sleeps, condition and semaphore waits, weft_wait) returns
+ *            EINTR (condition waits report it as a spurious wake-up, as
+ *            POSIX says they do); any other wait (a mutex, a barrier) runs
+ *            the handler and waits again. A send to oneself delivers at once.
  *   deliver  when the ULT's wait returns, when it unblocks the signal, and
  *            on pthread_kill to itself: every pending, unblocked signal is
  *            cleared and raised.
@@ -22,9 +23,11 @@
  *
  * A ULT running on another worker is interrupted with the preemption
  * signal (src/sched/preempt.c) and delivers in its handler, where a
- * preemption would be safe; with preemption off (WEFT_PREEMPT_NS=0), or
- * where it is not safe, it gets the signal at its next wait or mask
- * change, as a ULT queued to run does.
+ * preemption would be safe; where it is not (the ULT runs inside weft or
+ * the C library), the monitor asks again at its fast pace until it takes
+ * it (w->sig_kick, sched/carrier.c). With preemption off
+ * (WEFT_PREEMPT_NS=0) it gets the signal at its next wait or mask change,
+ * as a ULT queued to run does.
  *
  * Signals the kernel sends to the process: a kernel thread blocks what the
  * ULT it runs blocks (the switch tail installs the mask, and wf_sig_mask
@@ -54,8 +57,12 @@ void wf_sig_deliver(wf_ult_t *self)
 	for (;;) {
 		uint64_t mask = atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
 		uint64_t p = atomic_load_explicit(&self->sig_pending, memory_order_acquire) & ~mask;
-		if (!p)
+		if (!p) {
+			wf_worker_t *w = wf_worker_self();
+			if (w && atomic_load_explicit(&w->sig_kick, memory_order_relaxed) == self)
+				atomic_store_explicit(&w->sig_kick, NULL, memory_order_relaxed);
 			return;
+		}
 		int sig = __builtin_ctzll(p) + 1;
 		atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel);
 		self->sig_ran |= bit(sig);
@@ -128,8 +135,10 @@ void wf_kick_running(wf_ult_t *u)
 	if (lw < 0 || lw >= wf_rt.nworkers)
 		return;
 	wf_worker_t *t = wf_rt.workers[lw];
-	if (__atomic_load_n(&t->current, __ATOMIC_RELAXED) == u)
+	if (__atomic_load_n(&t->current, __ATOMIC_RELAXED) == u) {
+		atomic_store_explicit(&t->sig_kick, u, memory_order_relaxed); /* asked again */
 		wf_preempt_kick(t);
+	}
 }
 
 /* The preemption handler's question (sched/preempt.h): the running ULT u
@@ -193,6 +202,7 @@ void wf_sig_take_foreign(wf_ult_t *root)
 	sigset_t k;
 	uint64_t m = WF_SYS(pthread_sigmask)(SIG_BLOCK, NULL, &k) == 0 ? wf_sig_bits(&k) : 0;
 	atomic_store_explicit(&root->sig_mask, m & ~UNBLOCKABLE, memory_order_relaxed);
+	wf_kmask_account(m & ~UNBLOCKABLE, 1); /* counted as a live ULT's (sched.c) */
 }
 
 int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
@@ -216,7 +226,12 @@ int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
 	default:
 		return EINVAL;
 	}
-	atomic_store_explicit(&self->sig_mask, cur & ~UNBLOCKABLE, memory_order_release);
+	cur &= ~UNBLOCKABLE;
+	uint64_t was = atomic_exchange_explicit(&self->sig_mask, cur, memory_order_acq_rel);
+	if (was != cur) {
+		wf_kmask_account(was, -1);
+		wf_kmask_account(cur, 1);
+	}
 	wf_kmask_follow(self); /* the kernel's pending signals it unblocks arrive here */
 	wf_sig_deliver(self);  /* what was pending and is unblocked now */
 	return 0;

@@ -24,7 +24,19 @@
  *   TIMEDOUT   by its timer (src/sched/timer.c) or by itself (a foreign thread whose
  *              futex wait timed out),
  *   CANCELED   by weft_cancel,
- *   INTERRUPTED by a signal sent to the ULT (signal.c): the wait returns EINTR.
+ *   INTERRUPTED by a signal sent to the ULT (signal.c): a cancellation point
+ *              returns EINTR; any other wait (a mutex, a barrier) runs the
+ *              handler and waits again, as POSIX says those calls do.
+ *
+ * How a signal finds the wait (wf_wait_interrupt): a cancellation point is
+ * published in the ULT's cwait, under its wait_lock, for cancellation
+ * anyway. Other waits are not (two lock operations saved on every lock's
+ * wait): the ULT notes the address in wait_addr before it takes the
+ * bucket lock, and the sender, after marking the signal pending, looks for
+ * the ULT's waiter in that bucket. The waiter checks for a pending signal
+ * under the bucket lock before it queues itself; a seq_cst store then load
+ * on each side (the pending bit, wait_addr), so either the sender finds
+ * the waiter queued or the waiter sees the signal.
  *
  * Exactly one party moves it out of QUEUED, under the bucket lock, and that
  * party - unless it is the waiter itself - owes the waiter exactly one
@@ -223,12 +235,17 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 	atomic_store_explicit(&me.parker.state, WF_PARK_EMPTY, memory_order_relaxed);
 	me.parker.ult = self;
 
-	/* A cancellable wait is published in self->cwait (under wait_lock) for
-	 * weft_cancel to find. */
+	/* A cancellation point is published in self->cwait (under wait_lock)
+	 * for weft_cancel and signals to find; any other wait of a ULT in
+	 * wait_addr, for signals (see the top). */
 	int cancellable = (flags & WF_WAIT_CANCEL) && self;
-	if (cancellable) {
+	int published = cancellable;
+	if (self && !published)
+		atomic_store_explicit(&self->wait_addr, addr, memory_order_seq_cst);
+again:
+	if (published) {
 		wf_spin_lock(&self->wait_lock);
-		if (wf_cancel_due(self)) {
+		if (cancellable && wf_cancel_due(self)) {
 			wf_spin_unlock(&self->wait_lock);
 			return ECANCELED;
 		}
@@ -240,16 +257,29 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 		rc = EAGAIN;
 	else if (deadline && deadline <= wf_now_ns())
 		rc = ETIMEDOUT;
+	else if (self && !published &&
+		 (atomic_load_explicit(&self->sig_pending, memory_order_seq_cst) &
+		  ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed)))
+		rc = EINTR; /* a signal to take first (see above) */
 	else
 		bucket_insert(b, &me);
 	wf_spin_unlock(&b->lock);
-	if (cancellable) {
-		if (!rc)
+	if (published) {
+		if (!rc) {
 			self->cwait = &me;
+			self->cwait_cancel = cancellable;
+		}
 		wf_spin_unlock(&self->wait_lock);
 	}
-	if (rc)
+	if (rc == EINTR && self && !published) {
+		wf_sig_deliver(self); /* its handler runs; then the wait starts again */
+		goto again;
+	}
+	if (rc) {
+		if (self && !published)
+			atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
 		return rc;
+	}
 
 	if (self) {
 		self->block_reason = WF_WAIT_REASON(flags);
@@ -261,14 +291,27 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 		rc = wait_foreign(&me, deadline);
 	}
 
-	if (cancellable) {
-		/* A canceller holds wait_lock while it uses me. */
-		wf_spin_lock(&self->wait_lock);
-		self->cwait = NULL;
-		wf_spin_unlock(&self->wait_lock);
+	if (self) {
+		if (published) {
+			/* A canceller or a signal's sender holds wait_lock
+			 * while it uses me. */
+			wf_spin_lock(&self->wait_lock);
+			self->cwait = NULL;
+			wf_spin_unlock(&self->wait_lock);
+		}
 		if (unlikely(atomic_load_explicit(&self->sig_pending, memory_order_acquire)))
 			wf_sig_deliver(self); /* signals sent while it waited */
+		if (unlikely(rc == EINTR) && !cancellable) {
+			/* Not a call that may fail with EINTR: the handler ran,
+			 * wait again (the word may have changed meanwhile). */
+			me.status = WF_W_QUEUED;
+			atomic_store_explicit(&me.parker.state, WF_PARK_EMPTY,
+					      memory_order_relaxed);
+			goto again;
+		}
 	}
+	if (self && !published)
+		atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
 	/* Whoever took me out of its queue is done with it: the flag, written
 	 * under a bucket lock before that, is final. */
 	*requeued = me.requeued;
@@ -369,6 +412,24 @@ void wf_wait_interrupt(wf_ult_t *u)
 	wf_waiter_t *me = u->cwait;
 	int ours = me && dequeue(me, WF_W_INTERRUPTED);
 	wf_spin_unlock(&u->wait_lock);
+	if (!me) {
+		/* Not a cancellation point: its waiter, if queued, is in the
+		 * bucket of wait_addr (the caller marked the signal pending
+		 * first, seq_cst: see the top). */
+		const void *a = atomic_load_explicit(&u->wait_addr, memory_order_seq_cst);
+		if (!a)
+			return;
+		wf_bucket_t *b = bucket_of(a);
+		wf_spin_lock(&b->lock);
+		for (me = b->head; me; me = me->next)
+			if (me->parker.ult == u && me->status == WF_W_QUEUED) {
+				bucket_remove(b, me);
+				me->status = WF_W_INTERRUPTED;
+				ours = 1;
+				break;
+			}
+		wf_spin_unlock(&b->lock);
+	}
 	if (ours)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */
 }
@@ -377,7 +438,7 @@ void wf_wait_cancel(wf_ult_t *u)
 {
 	wf_spin_lock(&u->wait_lock);
 	wf_waiter_t *me = u->cwait;
-	int ours = me && dequeue(me, WF_W_CANCELED);
+	int ours = me && u->cwait_cancel && dequeue(me, WF_W_CANCELED);
 	wf_spin_unlock(&u->wait_lock);
 	if (ours)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */

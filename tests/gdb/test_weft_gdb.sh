@@ -42,9 +42,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The target ends itself after 200 s whatever happens here.
+# The target ends itself after 200 s whatever happens here. No preemption:
+# the yielder, alone on worker 1 until busy arrives, could be preempted
+# between two yields instead of leaving in weft_yield, and its frames
+# would then show the preemption's handler (both are right; the listing
+# below expects one).
 (cd "$tmp" && ulimit -c unlimited 2> /dev/null
-	exec env WEFT_CONTEXT="$backend" WEFT_GDB_TARGET_SECONDS=200 "$target" > "$tmp/out" 2>&1) &
+	exec env WEFT_CONTEXT="$backend" WEFT_PREEMPT_NS=0 WEFT_GDB_TARGET_SECONDS=200 "$target" > "$tmp/out" 2>&1) &
 pid=$!
 for _ in $(seq 100); do
 	grep -qs "^READY" "$tmp/out" && break

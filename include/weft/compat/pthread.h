@@ -103,6 +103,7 @@ extern int weft_px_pthread_setschedprio(pthread_t t, int prio);
 extern int weft_px_pthread_setspecific(pthread_key_t k, const void *v);
 extern int weft_px_pthread_sigmask(int how, const __sigset_t *set, __sigset_t *old);
 extern void weft_px_pthread_testcancel(void);
+extern int weft_px_sigprocmask(int how, const __sigset_t *set, __sigset_t *old);
 extern unsigned weft_px_sleep(unsigned s);
 extern int weft_px_usleep(__useconds_t us);
 #ifdef __USE_XOPEN2K
@@ -242,6 +243,7 @@ extern int weft_px_pthread_yield(void);
 #define pthread_setspecific              weft_px_pthread_setspecific
 #define pthread_sigmask                  weft_px_pthread_sigmask
 #define pthread_testcancel               weft_px_pthread_testcancel
+#define sigprocmask                      weft_px_sigprocmask
 #define sleep                            weft_px_sleep
 #define usleep                           weft_px_usleep
 #ifdef __USE_XOPEN2K
