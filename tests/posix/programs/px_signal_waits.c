@@ -102,7 +102,8 @@ int main(void)
 	pthread_mutex_lock(&m);
 	pthread_t t = start(locker);
 	pthread_kill(t, SIGUSR1);
-	printf("mutex: handler %s while the thread waited\n", handler_ran(1) ? "ran" : "did not run");
+	printf("mutex: handler %s while the thread waited\n",
+	       handler_ran(1) ? "ran" : "did not run");
 	pthread_mutex_unlock(&m);
 	pthread_join(t, NULL);
 
