@@ -286,12 +286,10 @@ static void carry(wf_carrier_t *c, wf_worker_t *w, void *cur_tp)
 		wf_pin_self(w->id);
 }
 
-/* Put c among the spares, unless the runtime stops (returns 0: end). A
- * spare blocks every signal: the kernel must not pick it for one sent to
- * the process ("Signal masks" below). */
+/* Put c among the spares, unless the runtime stops (returns 0: end).
+ * Called by c itself, at home, or by the monitor for one it just made. */
 static int spare_push(wf_carrier_t *c)
 {
-	c->kmask = kernel_mask(WF_KMASK_ALL); /* it had its last ULT's */
 	WF_SYS(pthread_mutex_lock)(&cr.lock);
 	int ok = !cr.stopping;
 	if (ok) {
@@ -328,6 +326,10 @@ static void home_run(wf_carrier_t *c, void *back)
 		} else if (back) {
 			/* A ULT whose section outlived its hold on the worker. */
 			wf_ult_requeue_detached(back);
+			/* A spare blocks every signal: the kernel must not pick
+			 * it for one sent to the process ("signal masks"). It
+			 * had its last ULT's. */
+			c->kmask = kernel_mask(WF_KMASK_ALL);
 			if (!spare_push(c))
 				return;
 		}
