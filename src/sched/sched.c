@@ -111,9 +111,10 @@
  * Signal masks
  *   A ULT's signal mask is its own (sync/signal.c); the switch tail and
  *   wf_after_switch give the kernel thread the mask of the ULT it starts
- *   when the two differ, so the kernel picks the thread for a signal sent to the process among
- *   the ULTs running now, as it would among threads (carrier.c, "signal
- *   masks").
+ *   when the two differ, and a worker about to sleep takes what every live
+ *   ULT blocks, so the kernel picks the thread for a signal sent to the
+ *   process among the ULTs running now, as it would among threads
+ *   (carrier.c, "signal masks").
  *
  * Preemption (preempt.c) reuses the yield: its signal handler calls
  * wf_preempt_yield, a switch_away with WF_AFTER_PREEMPT from inside the

@@ -138,8 +138,7 @@ typedef struct wf_ult {
 	/* Synchronization (src/sync). */
 	atomic_int cancel;               /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
 	wf_spinlock_t wait_lock;         /* guards cwait */
-	struct wf_waiter *cwait;         /* the wait it is in; under wait_lock */
-	int cwait_cancel;                /* ... and whether it is a cancellation point */
+	struct wf_waiter *cwait;         /* the cancellable wait it is in; under wait_lock */
 	_Atomic(const void *) wait_addr; /* the address of any wait it is in (wait.c:
 	                                    signals find unpublished waits by it) */
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */

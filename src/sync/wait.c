@@ -245,7 +245,7 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 again:
 	if (published) {
 		wf_spin_lock(&self->wait_lock);
-		if (cancellable && wf_cancel_due(self)) {
+		if (wf_cancel_due(self)) {
 			wf_spin_unlock(&self->wait_lock);
 			return ECANCELED;
 		}
@@ -265,10 +265,8 @@ again:
 		bucket_insert(b, &me);
 	wf_spin_unlock(&b->lock);
 	if (published) {
-		if (!rc) {
+		if (!rc)
 			self->cwait = &me;
-			self->cwait_cancel = cancellable;
-		}
 		wf_spin_unlock(&self->wait_lock);
 	}
 	if (rc == EINTR && self && !published) {
@@ -438,7 +436,7 @@ void wf_wait_cancel(wf_ult_t *u)
 {
 	wf_spin_lock(&u->wait_lock);
 	wf_waiter_t *me = u->cwait;
-	int ours = me && u->cwait_cancel && dequeue(me, WF_W_CANCELED);
+	int ours = me && dequeue(me, WF_W_CANCELED);
 	wf_spin_unlock(&u->wait_lock);
 	if (ours)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */
