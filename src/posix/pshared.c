@@ -14,9 +14,11 @@
  * A wait is made inside a system call section (sched/carrier.c): the
  * thread waits in the kernel on its kernel thread, and if it waits longer
  * than WEFT_SYSCALL_NS its worker is handed to a spare and runs the other
- * threads meanwhile. A pending cancellation is acted on before a wait
- * that is a cancellation point; a cancellation sent while the thread
- * waits is acted on when the wait returns.
+ * threads meanwhile. A wait that is a cancellation point (a condition or
+ * semaphore wait) acts on a pending cancellation before it waits, and
+ * waits in slices of CANCEL_SLICE_NS, looking for one between them: a
+ * condition wait returns after a slice as a spurious wake-up (POSIX allows
+ * them; the caller's loop waits again), a semaphore wait waits again.
  *
  * How a call knows the object is glibc's (each checked where psync.c
  * dispatches; glibc's layout assumptions are the _Static_asserts below and
@@ -205,6 +207,24 @@ static void mark(void *o, size_t size)
 		wf_r_;                                \
 	})
 
+/* The end of the next slice of a cancellable wait on clock, or t if that
+ * comes first (*last set then). */
+#define CANCEL_SLICE_NS 20000000L
+
+static struct timespec slice_end(clockid_t clock, const struct timespec *t, int *last)
+{
+	struct timespec now;
+	clock_gettime(clock, &now);
+	now.tv_nsec += CANCEL_SLICE_NS;
+	if (now.tv_nsec >= 1000000000L) {
+		now.tv_sec++;
+		now.tv_nsec -= 1000000000L;
+	}
+	*last = t &&
+		(t->tv_sec < now.tv_sec || (t->tv_sec == now.tv_sec && t->tv_nsec <= now.tv_nsec));
+	return *last ? *t : now;
+}
+
 /* ---- mutexes ------------------------------------------------------------------------- */
 
 int wf_px_shared_mutex_init(pthread_mutex_t *m, int type)
@@ -262,9 +282,15 @@ int wf_px_shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t cloc
 	 * must be glibc's too. */
 	if (!wf_px_shared_mutex(m))
 		return EINVAL;
-	if (!timed)
-		return WAIT(1, GLIBC(pthread_cond_wait)(c, m));
-	return WAIT(1, GLIBC(pthread_cond_clockwait)(c, m, clock, t));
+	if (timed && (!t || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L))
+		return EINVAL;
+	int last;
+	struct timespec end = slice_end(timed ? clock : CLOCK_MONOTONIC, timed ? t : NULL, &last);
+	int r = WAIT(1, GLIBC(pthread_cond_clockwait)(c, m, timed ? clock : CLOCK_MONOTONIC, &end));
+	if (r != ETIMEDOUT || last)
+		return r;
+	wf_testcancel(); /* with the mutex held again, as POSIX wants */
+	return 0;        /* a spurious wake-up: the caller waits again */
 }
 
 int wf_px_shared_cond_op(pthread_cond_t *c, int op)
@@ -356,7 +382,18 @@ int wf_px_shared_sem_op(sem_t *s, int op, clockid_t clock, const struct timespec
 	int r;
 	switch (op) {
 	case WF_PX_WAIT:
-		return t ? WAIT(1, GLIBC(sem_clockwait)(s, clock, t)) : WAIT(1, GLIBC(sem_wait)(s));
+		if (t && (t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)) {
+			errno = EINVAL;
+			return -1;
+		}
+		for (;;) {
+			int last;
+			clockid_t k = t ? clock : CLOCK_MONOTONIC;
+			struct timespec end = slice_end(k, t, &last);
+			r = WAIT(1, GLIBC(sem_clockwait)(s, k, &end));
+			if (r == 0 || errno != ETIMEDOUT || last)
+				return r;
+		}
 	case WF_PX_TRY:
 		return GLIBC(sem_trywait)(s);
 	case WF_PX_POST:

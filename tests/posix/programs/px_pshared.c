@@ -2,7 +2,8 @@
  * MAP_SHARED mapping: semaphores (unnamed with pshared = 1, and named),
  * a mutex and condition variable taking turns, a barrier, an rwlock, and
  * trylock of mutexes the other process holds (EBUSY, for a recursive one
- * too). While the parent's main thread waits for the child in the kernel,
+ * too), and cancellation of threads waiting on a shared condition variable
+ * and semaphore. While the parent's main thread waits for the child in the kernel,
  * its other threads must go on: on one worker, a helper thread of the
  * parent is what lets the child post. Under weft these objects are
  * glibc's, used through weft's calls inside system call sections
@@ -90,6 +91,30 @@ static void child(const char *name)
 		sem_post(n);
 	sem_close(n);
 	_exit(0);
+}
+
+static void unlock_m(void *arg)
+{
+	pthread_mutex_unlock(arg);
+}
+
+static void *cancelled_cond_waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&sh->m);
+	pthread_cleanup_push(unlock_m, &sh->m);
+	for (;;)
+		pthread_cond_wait(&sh->turn_cv, &sh->m);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+static void *cancelled_sem_waiter(void *arg)
+{
+	(void)arg;
+	for (;;)
+		sem_wait(&sh->ping);
+	return NULL;
 }
 
 static void *helper(void *arg)
@@ -198,6 +223,23 @@ int main(void)
 	printf("named semaphore: %d posts taken, value %d\n", ROUNDS, v);
 	sem_close(named);
 	sem_unlink(name);
+
+	/* Cancellation of threads waiting on shared objects (both are
+	 * cancellation points): the condition wait re-takes the mutex first. */
+	pthread_t cv, sw;
+	pthread_create(&cv, NULL, cancelled_cond_waiter, NULL);
+	pthread_create(&sw, NULL, cancelled_sem_waiter, NULL);
+	nap_ms(50);
+	pthread_cancel(cv);
+	pthread_cancel(sw);
+	void *r1, *r2;
+	pthread_join(cv, &r1);
+	pthread_join(sw, &r2);
+	printf("cancelled: cond waiter %s (mutex %s), sem waiter %s\n",
+	       r1 == PTHREAD_CANCELED ? "yes" : "no",
+	       pthread_mutex_trylock(&sh->m) == 0 ? "free again" : "still held",
+	       r2 == PTHREAD_CANCELED ? "yes" : "no");
+	pthread_mutex_unlock(&sh->m);
 
 	int status = 0;
 	waitpid(pid, &status, 0);
