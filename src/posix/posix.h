@@ -100,7 +100,9 @@ WF_HIDDEN int wf_px_shared_mutex_init(pthread_mutex_t *m, int type);
 WF_HIDDEN int wf_px_shared_mutex_op(pthread_mutex_t *m, int op, clockid_t clock,
 				    const struct timespec *t);
 WF_HIDDEN int wf_px_shared_cond_init(pthread_cond_t *c, clockid_t clock);
-/* timed: wait until t on clock. EINVAL if m is not process-shared too. */
+/* timed: wait until t on clock (WF_PX_COND_CLOCK: c's own). EINVAL if m
+ * is not process-shared too. */
+#define WF_PX_COND_CLOCK ((clockid_t)-1)
 WF_HIDDEN int wf_px_shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
 				     const struct timespec *t, int timed);
 WF_HIDDEN int wf_px_shared_cond_op(pthread_cond_t *c, int op);

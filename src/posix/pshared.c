@@ -284,6 +284,9 @@ int wf_px_shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t cloc
 		return EINVAL;
 	if (timed && (!t || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L))
 		return EINVAL;
+	if (clock == WF_PX_COND_CLOCK)
+		clock = __atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) & 2 ? CLOCK_MONOTONIC
+										  : CLOCK_REALTIME;
 	int last;
 	struct timespec end = slice_end(timed ? clock : CLOCK_MONOTONIC, timed ? t : NULL, &last);
 	int r = WAIT(1, GLIBC(pthread_cond_clockwait)(c, m, timed ? clock : CLOCK_MONOTONIC, &end));

@@ -356,48 +356,44 @@ WF_PX_API int WF_PX(pthread_cond_destroy)(pthread_cond_t *c)
 	return weft_cond_destroy(C(c));
 }
 
-/* A process-shared mutex goes with a process-shared condition variable
- * (both are glibc's, pshared.c), and a weft one with a weft one. */
-static int mixed(pthread_cond_t *c, pthread_mutex_t *m)
+/* A process-shared condition variable waits with a process-shared mutex
+ * (both glibc's, pshared.c), a weft one with a weft one: returns 1 with
+ * the wait's answer in *rc if either is glibc's (EINVAL for a mix), 0 to
+ * go on with weft's. timed: until t on clock (WF_PX_COND_CLOCK: the
+ * condition variable's own). */
+static int shared_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+		       const struct timespec *t, int timed, int *rc)
 {
-	return wf_px_shared_mutex(m) != wf_px_shared_cond(c);
+	if (likely(!wf_px_shared_cond(c) && !wf_px_special(m)))
+		return 0;
+	if (wf_px_shared_mutex(m) != wf_px_shared_cond(c))
+		*rc = EINVAL;
+	else if (wf_px_shared_cond(c))
+		*rc = wf_px_shared_cond_wait(c, m, clock, t, timed);
+	else
+		return 0; /* a weft mutex with a protocol */
+	return 1;
 }
 
 WF_PX_API int WF_PX(pthread_cond_wait)(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	if (unlikely(wf_px_shared_cond(c) || wf_px_special(m)))
-		return mixed(c, m)            ? EINVAL
-		       : wf_px_shared_cond(c) ? wf_px_shared_cond_wait(c, m, 0, NULL, 0)
-					      : weft_cond_wait(C(c), M(m));
-	return weft_cond_wait(C(c), M(m));
+	int rc;
+	return shared_wait(c, m, 0, NULL, 0, &rc) ? rc : weft_cond_wait(C(c), M(m));
 }
 
 WF_PX_API int WF_PX(pthread_cond_timedwait)(pthread_cond_t *c, pthread_mutex_t *m,
 					    const struct timespec *t)
 {
-	if (unlikely(wf_px_shared_cond(c) || wf_px_special(m))) {
-		if (mixed(c, m))
-			return EINVAL;
-		if (wf_px_shared_cond(c))
-			return wf_px_shared_cond_wait(c, m,
-						      (clockid_t)(c->__data.__wrefs & 2
-									  ? CLOCK_MONOTONIC
-									  : CLOCK_REALTIME),
-						      t, 1);
-	}
-	return weft_cond_timedwait(C(c), M(m), t);
+	int rc;
+	return shared_wait(c, m, WF_PX_COND_CLOCK, t, 1, &rc) ? rc
+							      : weft_cond_timedwait(C(c), M(m), t);
 }
 
 WF_PX_API int WF_PX(pthread_cond_clockwait)(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k,
 					    const struct timespec *t)
 {
-	if (unlikely(wf_px_shared_cond(c) || wf_px_special(m))) {
-		if (mixed(c, m))
-			return EINVAL;
-		if (wf_px_shared_cond(c))
-			return wf_px_shared_cond_wait(c, m, k, t, 1);
-	}
-	return weft_cond_clockwait(C(c), M(m), k, t);
+	int rc;
+	return shared_wait(c, m, k, t, 1, &rc) ? rc : weft_cond_clockwait(C(c), M(m), k, t);
 }
 
 WF_PX_API int WF_PX(pthread_cond_signal)(pthread_cond_t *c)

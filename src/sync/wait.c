@@ -239,11 +239,10 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 	 * for weft_cancel and signals to find; any other wait of a ULT in
 	 * wait_addr, for signals (see the top). */
 	int cancellable = (flags & WF_WAIT_CANCEL) && self;
-	int published = cancellable;
-	if (self && !published)
+	if (self && !cancellable)
 		atomic_store_explicit(&self->wait_addr, addr, memory_order_seq_cst);
 again:
-	if (published) {
+	if (cancellable) {
 		wf_spin_lock(&self->wait_lock);
 		if (wf_cancel_due(self)) {
 			wf_spin_unlock(&self->wait_lock);
@@ -257,24 +256,24 @@ again:
 		rc = EAGAIN;
 	else if (deadline && deadline <= wf_now_ns())
 		rc = ETIMEDOUT;
-	else if (self && !published &&
+	else if (self && !cancellable &&
 		 (atomic_load_explicit(&self->sig_pending, memory_order_seq_cst) &
 		  ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed)))
 		rc = EINTR; /* a signal to take first (see above) */
 	else
 		bucket_insert(b, &me);
 	wf_spin_unlock(&b->lock);
-	if (published) {
+	if (cancellable) {
 		if (!rc)
 			self->cwait = &me;
 		wf_spin_unlock(&self->wait_lock);
 	}
-	if (rc == EINTR && self && !published) {
+	if (rc == EINTR && self && !cancellable) {
 		wf_sig_deliver(self); /* its handler runs; then the wait starts again */
 		goto again;
 	}
 	if (rc) {
-		if (self && !published)
+		if (self && !cancellable)
 			atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
 		return rc;
 	}
@@ -290,7 +289,7 @@ again:
 	}
 
 	if (self) {
-		if (published) {
+		if (cancellable) {
 			/* A canceller or a signal's sender holds wait_lock
 			 * while it uses me. */
 			wf_spin_lock(&self->wait_lock);
@@ -308,7 +307,7 @@ again:
 			goto again;
 		}
 	}
-	if (self && !published)
+	if (self && !cancellable)
 		atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
 	/* Whoever took me out of its queue is done with it: the flag, written
 	 * under a bucket lock before that, is final. */
