@@ -92,21 +92,6 @@
 
 /* ---- waiting on the poller ------------------------------------------------ */
 
-/* Would the kernel restart the interrupted call: every handler that ran
- * for u since it began waiting was installed with SA_RESTART? */
-static int restarts(wf_ult_t *u)
-{
-	uint64_t ran = u->sig_ran;
-	while (ran) {
-		int sig = __builtin_ctzll(ran) + 1;
-		ran &= ran - 1;
-		struct sigaction sa;
-		if (sigaction(sig, NULL, &sa) != 0 || !(sa.sa_flags & SA_RESTART))
-			return 0;
-	}
-	return 1;
-}
-
 /* One wait of the calling ULT for fd, found not ready for ev. Returns 1
  * (woken: look again), 0 (make the call as it is: fd is non-blocking or
  * has a timeout - the call returns at once, or the kernel times it - or
@@ -123,7 +108,7 @@ static int wait_once(int fd, uint32_t ev, int restart)
 	case ECANCELED:
 		wf_cancel_act(); /* no return */
 	case EINTR:
-		if (restart && restarts(u))
+		if (restart && wf_sig_restarts(u))
 			return 1;
 		errno = EINTR;
 		return -1;

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "posix/posix.h"
+#include "sched/sched.h"
+#include "sync/wait.h"
 
 _Static_assert(sizeof(weft_mutex_t) <= sizeof(pthread_mutex_t), "mutex must fit");
 _Static_assert(offsetof(weft_mutex_t, type) == offsetof(pthread_mutex_t, __data.__kind),
@@ -684,7 +686,15 @@ WF_PX_API int WF_PX(sem_wait)(sem_t *s)
 {
 	if (unlikely(wf_px_shared_sem(s)))
 		return wf_px_shared_sem_op(s, WF_PX_WAIT, 0, NULL, NULL);
-	return sem_rc(weft_sem_wait((weft_sem_t *)s));
+	/* Interrupted by handlers installed with SA_RESTART, glibc's sem_wait
+	 * goes on waiting (the kernel restarts its futex wait). */
+	wf_ult_t *self = wf_self();
+	if (self)
+		self->sig_ran = 0;
+	int e;
+	while ((e = weft_sem_wait((weft_sem_t *)s)) == EINTR && self && wf_sig_restarts(self))
+		self->sig_ran = 0;
+	return sem_rc(e);
 }
 
 WF_PX_API int WF_PX(sem_trywait)(sem_t *s)

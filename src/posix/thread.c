@@ -430,8 +430,7 @@ WF_PX_API int WF_PX(sched_yield)(void)
 {
 	if (!wf_self())
 		return WF_SYS(sched_yield)();
-	wf_yield();
-	return 0;
+	return weft_yield();
 }
 
 /* ---- glibc extensions and the rest of <pthread.h> ------------------------------------ */

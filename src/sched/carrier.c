@@ -172,6 +172,35 @@ void wf_monitor_poke_slow(void)
 		wf_futex_wake(&wf_monitor_idle, 1);
 }
 
+/* The monitor's other job (sched.h): monitor_asked is set, then the
+ * monitor woken wherever it sleeps; it looks at the flag after every wake
+ * and, going idle, after it announced it (the flag's store and the idle
+ * word's exchange are sequentially consistent: one of the two sides sees
+ * the other). */
+void (*wf_monitor_task)(int asked);
+static atomic_int monitor_up, monitor_asked;
+
+int wf_monitor_ready(void)
+{
+	return atomic_load_explicit(&monitor_up, memory_order_acquire);
+}
+
+void wf_monitor_ask(void)
+{
+	atomic_store_explicit(&monitor_asked, 1, memory_order_seq_cst);
+	if (atomic_exchange_explicit(&wf_monitor_idle, 0, memory_order_seq_cst))
+		wf_futex_wake(&wf_monitor_idle, 1);
+	wf_futex_wake(&cr.monitor_word, 1);
+}
+
+static void monitor_task(void)
+{
+	int asked = atomic_load_explicit(&monitor_asked, memory_order_relaxed) &&
+		    atomic_exchange_explicit(&monitor_asked, 0, memory_order_acquire);
+	if (wf_monitor_task)
+		wf_monitor_task(asked);
+}
+
 /* What comes back to a home besides a ULT: the root ULT handed to the
  * first carrier, a loop that ended (stop). */
 static char adopt_mark, ended_mark;
@@ -199,16 +228,20 @@ static void carrier_signal(wf_carrier_t *c, int cmd)
  * compares per switch; switching between ULTs with different masks costs
  * one or two system calls.
  *
- * Carriers that carry nothing (spares), the monitor and the I/O watchdog
- * block every signal. A worker's loop keeps the mask of the last ULT it
+ * Carriers that carry nothing (spares), the monitor (but for its task,
+ * below) and the I/O watchdog block every signal. A worker's loop keeps the mask of the last ULT it
  * ran while it looks for work (a system call on every switch to it would
  * cost more than it saves); before it sleeps it takes the mask of what
  * every live ULT blocks (wf_kmask_idle: counts per signal of the live
  * ULTs that block it, kept as masks are set and ULTs come and go - ULTs
  * whose mask is empty cost nothing), so a sleeping worker never takes a
  * signal that no thread would. One that some ULT takes may still arrive in
- * a loop and run its handler there, on no ULT, instead of interrupting a
- * ULT that waits for something else.
+ * a loop, on no ULT; and one that only a parked ULT takes finds no kernel
+ * thread that takes it. Under libweft-pthread.so both are the job of the
+ * trampoline that runs the program's handlers (sync/procsig.c): it holds
+ * the first kind and gives it to a ULT, and the monitor, as its task
+ * (wf_monitor_task), leaves unblocked what some live ULT takes, so that
+ * it catches the second kind.
  *
  * The preemption signal is never blocked while preemption is on (the
  * monitor's signals must arrive), and glibc keeps its own two (SIGCANCEL,
@@ -251,6 +284,25 @@ uint64_t wf_kmask_idle(void)
 		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) >= n)
 			m |= 1ull << b;
 	return m;
+}
+
+/* Held signals (sync/procsig.c has the protocol). */
+_Atomic uint64_t wf_proc_pending;
+atomic_int wf_sig_placing;
+
+void wf_proc_repost(wf_ult_t *u)
+{
+	uint64_t b = atomic_exchange_explicit(&u->sig_placed, 0, memory_order_relaxed);
+	if (b) {
+		atomic_fetch_or_explicit(&wf_proc_pending, b, memory_order_release);
+		wf_monitor_ask();
+	}
+}
+
+void wf_sig_placing_wait(void)
+{
+	while (atomic_load_explicit(&wf_sig_placing, memory_order_acquire))
+		wf_futex_wait(&wf_sig_placing, 1, NULL);
 }
 
 void wf_kmask_install(wf_worker_t *w, uint64_t m)
@@ -647,6 +699,7 @@ static void *monitor_main(void *arg)
 			wf_futex_wait(&cr.monitor_word, 0, &rel);
 		else /* idle: until a begin, a loop starting a ULT (or stop) clears the flag */
 			wf_futex_wait(&wf_monitor_idle, 1, NULL);
+		monitor_task();
 		int saw = sweep();
 		if (!saw && delay && delay < MONITOR_MAX_NS) {
 			delay *= 2;
@@ -658,7 +711,8 @@ static void *monitor_main(void *arg)
 			 * starting a ULT after that wakes us. */
 			atomic_store_explicit(&wf_monitor_idle, 1, memory_order_relaxed);
 			wf_fence_heavy();
-			if (!(saw = sweep())) {
+			if (!(saw = sweep()) &&
+			    !atomic_load_explicit(&monitor_asked, memory_order_seq_cst)) {
 				delay = 0;
 				continue;
 			}
@@ -750,8 +804,10 @@ int wf_carriers_start(void)
 			e = EAGAIN;
 	WF_SYS(pthread_mutex_unlock)(&cr.lock);
 	if (!e && (wf_rt.syscall_ns > 0 || wf_rt.preempt_ns > 0)) {
+		atomic_store_explicit(&monitor_up, 1, memory_order_release);
 		e = wf_sys_thread_create(&cr.monitor, monitor_main, NULL);
 		cr.monitor_running = e == 0;
+		atomic_store_explicit(&monitor_up, e == 0, memory_order_release);
 	}
 	if (e) {
 		atomic_store(&wf_rt.state, WF_RT_STOPPING);
@@ -786,6 +842,7 @@ void wf_carriers_stop(void)
 		wf_carrier_tls_init(f->native_tp);
 	}
 	if (cr.monitor_running) {
+		atomic_store_explicit(&monitor_up, 0, memory_order_release);
 		atomic_store_explicit(&cr.monitor_word, 1, memory_order_release);
 		atomic_store_explicit(&wf_monitor_idle, 0, memory_order_release);
 		wf_futex_wake(&cr.monitor_word, 1);
@@ -850,4 +907,5 @@ void wf_forked_child(void)
 	wf_tls_worker = NULL;
 	wf_rt.syscall_ns = -1;
 	wf_rt.preempt_ns = 0; /* no monitor here; the handler finds no worker */
+	atomic_store_explicit(&monitor_up, 0, memory_order_relaxed);
 }

@@ -218,6 +218,8 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 		stack_t ss;
 		if (sigaltstack(NULL, &ss) == 0)
 			uc->uc_stack = ss;
+		if (wf_preempt_hook)
+			wf_preempt_hook(u); /* what was sent to it while it waited its turn */
 	}
 out:
 	errno = saved;
@@ -243,7 +245,7 @@ int wf_preempt_start(void)
 	 * SA_ONSTACK: the frame must be on the ULT's own stack. */
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(WF_SIG_PREEMPT, &sa, &old_action) != 0) {
+	if (WF_SYS(sigaction)(WF_SIG_PREEMPT, &sa, &old_action) != 0) {
 		wf_rt.preempt_ns = 0;
 		return 0;
 	}
@@ -255,6 +257,6 @@ void wf_preempt_stop(void)
 {
 	if (!installed)
 		return;
-	sigaction(WF_SIG_PREEMPT, &old_action, NULL);
+	WF_SYS(sigaction)(WF_SIG_PREEMPT, &old_action, NULL);
 	installed = 0;
 }

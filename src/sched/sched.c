@@ -432,6 +432,11 @@ void wf_after_switch(wf_worker_t *w)
 		break;
 	case WF_AFTER_EXIT:
 		WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_EXITED);
+		/* Signals sent to the process and given to p, untaken, go back
+		 * (sync/procsig.c: after EXITED, against the placer's look). */
+		wf_fence_light();
+		if (unlikely(atomic_load_explicit(&p->sig_placed, memory_order_relaxed)))
+			wf_proc_repost(p);
 		/* Counted before it is published: a joiner that sees the exit,
 		 * returns and calls weft_shutdown must not find it live. A
 		 * detached ULT's free may then still be under way when wf_live()

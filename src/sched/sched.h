@@ -18,6 +18,7 @@
 #include "sched/tls.h"
 #include "sched/ult.h"
 #include "stack/stack.h"
+#include "util/fence.h"
 #include "util/util.h"
 
 #include <weft/sched.h>
@@ -260,6 +261,21 @@ WF_HIDDEN void wf_kmask_follow(wf_ult_t *self);
 WF_HIDDEN void wf_kmask_reset(void);
 WF_HIDDEN void wf_kmask_account(uint64_t m, long delta);
 WF_HIDDEN uint64_t wf_kmask_idle(void);
+/* Signals sent to the process that weft holds until a ULT takes one (bit
+ * s-1 for signal s; sync/procsig.c has the protocol). wf_proc_repost: u
+ * exits with some of them given to it and not taken - back to the process.
+ * wf_sig_placing: nonzero while they are being given out (a descriptor is
+ * not freed meanwhile: wf_ult_free). */
+WF_HIDDEN extern _Atomic uint64_t wf_proc_pending;
+WF_HIDDEN extern atomic_int wf_sig_placing;
+WF_HIDDEN void wf_proc_repost(wf_ult_t *u);
+WF_HIDDEN void wf_sig_placing_wait(void);
+/* Does a monitor run? Then ask it to run wf_monitor_task soon. Both
+ * async-signal-safe. The task is the synchronization layer's, run by the
+ * monitor after every wake, asked: whether it was asked since. */
+WF_HIDDEN int wf_monitor_ready(void);
+WF_HIDDEN void wf_monitor_ask(void);
+WF_HIDDEN extern void (*wf_monitor_task)(int asked);
 /* worker.c: pin the calling kernel thread to worker id's CPU; the first
  * carrier's affinity before and after. */
 WF_HIDDEN void wf_pin_self(int id);
@@ -341,6 +357,11 @@ WF_HIDDEN wf_ult_t *wf_ult_for_thread(int *e);
 static inline void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
 {
 	wf_registry_remove(w ? &w->slots : NULL, u);
+	/* No longer found; one being given a signal now is not freed under
+	 * it (sync/procsig.c: the placer's side of the fence is heavy). */
+	wf_fence_light();
+	if (unlikely(atomic_load_explicit(&wf_sig_placing, memory_order_relaxed)))
+		wf_sig_placing_wait();
 	if (u->tp) {
 		wf_tls_release(w ? &w->tls : NULL, u->tp);
 		u->tp = NULL;

@@ -37,6 +37,7 @@
 
 #include "context/context.h"
 #include "stack/stack.h"
+#include "util/sys.h"
 #if WF_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
@@ -379,7 +380,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	}
 	/* Not ours: let the previous handler (or the default action) have the
 	 * fault when the instruction runs again. */
-	sigaction(SIGSEGV, &old_segv, NULL);
+	WF_SYS(sigaction)(SIGSEGV, &old_segv, NULL);
 	(void)sig;
 	(void)uc;
 }
@@ -394,7 +395,7 @@ int wf_stack_signals_init(const wf_stack_hooks_t *h)
 	sa.sa_sigaction = on_segv;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &old_segv) != 0)
+	if (WF_SYS(sigaction)(SIGSEGV, &sa, &old_segv) != 0)
 		return errno;
 	segv_installed = 1;
 	return 0;
@@ -403,7 +404,7 @@ int wf_stack_signals_init(const wf_stack_hooks_t *h)
 void wf_stack_signals_fini(void)
 {
 	if (segv_installed) {
-		sigaction(SIGSEGV, &old_segv, NULL);
+		WF_SYS(sigaction)(SIGSEGV, &old_segv, NULL);
 		segv_installed = 0;
 	}
 }

@@ -29,13 +29,17 @@
  * (WEFT_PREEMPT_NS=0) it gets the signal at its next wait or mask change,
  * as a ULT queued to run does.
  *
+ * A ULT queued to run gets what was sent to it meanwhile when it next
+ * waits, changes its mask or yields (weft_yield, the preemption handler).
+ *
  * Signals the kernel sends to the process: a kernel thread blocks what the
  * ULT it runs blocks (the switch tail installs the mask, and wf_sig_mask
  * installs a running ULT's change at once: sched/carrier.c, "signal
  * masks"), so the kernel picks among the running ULTs as among threads,
- * or keeps the signal pending for the process while each blocks it. What
- * this does not do: hand such a signal to a ULT that takes it but is not
- * running (one parked in a wait), or make sigwait() per ULT.
+ * or keeps the signal pending for the process while each blocks it. Under
+ * libweft-pthread.so, one the kernel delivers where no ULT takes it (a
+ * worker's loop, a mask that lags) is held and given to a ULT that takes
+ * it, running or not (procsig.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -66,7 +70,13 @@ void wf_sig_deliver(wf_ult_t *self)
 		int sig = __builtin_ctzll(p) + 1;
 		atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel);
 		self->sig_ran |= bit(sig);
-		raise(sig); /* on this worker: the handler runs in this ULT */
+		/* One sent to the process (procsig.c): its handler gets the
+		 * siginfo it came with. */
+		if (atomic_fetch_and_explicit(&self->sig_placed, ~bit(sig), memory_order_relaxed) &
+		    bit(sig))
+			self->sig_now = sig;
+		WF_SYS(raise)(sig); /* on this worker: the handler runs in this ULT */
+		self->sig_now = 0;
 	}
 }
 
@@ -83,6 +93,19 @@ static int ignored(int sig)
 		return 1;
 	int quiet = sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 	return quiet && (sa.sa_handler == SIG_DFL || sig == WF_SIG_PREEMPT);
+}
+
+int wf_sig_restarts(wf_ult_t *u)
+{
+	uint64_t ran = u->sig_ran;
+	while (ran) {
+		int sig = __builtin_ctzll(ran) + 1;
+		ran &= ran - 1;
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) != 0 || !(sa.sa_flags & SA_RESTART))
+			return 0;
+	}
+	return 1;
 }
 
 int wf_sig_send(wf_ult_t *u, int sig)
@@ -110,8 +133,10 @@ int wf_sig_send(wf_ult_t *u, int sig)
 		if (!(atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & b) ||
 		    (atomic_load_explicit(&u->sig_waiting, memory_order_seq_cst) & b)) {
 			if (atomic_fetch_and_explicit(&u->sig_pending, ~b, memory_order_acq_rel) &
-			    b)
+			    b) {
+				atomic_fetch_and_explicit(&u->sig_placed, ~b, memory_order_relaxed);
 				wf_section_kill(u, sig);
+			}
 			return 0;
 		}
 	}
@@ -157,6 +182,7 @@ static void on_preempt(wf_ult_t *u)
 void wf_signals_start(void)
 {
 	wf_preempt_hook = on_preempt;
+	wf_procsig_start();
 }
 
 int wf_sig_take(wf_ult_t *self, const sigset_t *set)
@@ -164,14 +190,18 @@ int wf_sig_take(wf_ult_t *self, const sigset_t *set)
 	uint64_t want = wf_sig_bits(set);
 	atomic_store_explicit(&self->sig_waiting, want, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst); /* against wf_sig_send */
+	wf_proc_claim(self, want);                 /* held for the process (procsig.c) */
 	for (;;) {
 		uint64_t p = atomic_load_explicit(&self->sig_pending, memory_order_acquire) & want;
 		if (!p)
 			return 0;
 		int sig = __builtin_ctzll(p) + 1;
 		if (atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel) &
-		    bit(sig))
+		    bit(sig)) {
+			atomic_fetch_and_explicit(&self->sig_placed, ~bit(sig),
+						  memory_order_relaxed);
 			return sig;
+		}
 	}
 }
 
@@ -233,6 +263,8 @@ int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
 		wf_kmask_account(cur, 1);
 	}
 	wf_kmask_follow(self); /* the kernel's pending signals it unblocks arrive here */
-	wf_sig_deliver(self);  /* what was pending and is unblocked now */
+	if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_relaxed) & ~cur))
+		wf_proc_claim(self, ~cur); /* and weft's (procsig.c) */
+	wf_sig_deliver(self);              /* what was pending and is unblocked now */
 	return 0;
 }

@@ -59,6 +59,9 @@ WF_HIDDEN void wf_wait_interrupt(wf_ult_t *u);
 /* Per-ULT signals (signal.c). */
 WF_HIDDEN int wf_sig_send(wf_ult_t *u, int sig);
 WF_HIDDEN void wf_sig_deliver(wf_ult_t *self);
+/* Would the kernel restart a call interrupted by the handlers that ran for
+ * u since its sig_ran was cleared: were all installed with SA_RESTART? */
+WF_HIDDEN int wf_sig_restarts(wf_ult_t *u);
 WF_HIDDEN int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old);
 /* A sigset_t as weft's 64-bit mask (bit s-1 for signal s), and back. */
 WF_HIDDEN uint64_t wf_sig_bits(const sigset_t *set);
@@ -76,6 +79,16 @@ WF_HIDDEN void wf_sig_take_foreign(wf_ult_t *root);
 WF_HIDDEN void wf_kick_running(wf_ult_t *u);
 /* Install the preemption handler's hook (wf_preempt_hook). At start. */
 WF_HIDDEN void wf_signals_start(void);
+/* Signals sent to the process (procsig.c). sigaction for the program: its
+ * handlers run through weft's trampoline. */
+WF_HIDDEN int wf_sig_action(int sig, const struct sigaction *act, struct sigaction *old);
+/* Held for the process: weft's share of sigpending. */
+WF_HIDDEN uint64_t wf_proc_held(void);
+/* self takes the held signals of want (it unblocks them, or waits for
+ * them): they become pending for it. */
+WF_HIDDEN void wf_proc_claim(wf_ult_t *self, uint64_t want);
+/* Install the monitor's task that gives held signals out. At start. */
+WF_HIDDEN void wf_procsig_start(void);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one
  * (weft_cancel). */
 WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);

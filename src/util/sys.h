@@ -49,7 +49,10 @@
 	X(int, pthread_getname_np, (pthread_t, char *, size_t))                                  \
 	X(int, pthread_getschedparam, (pthread_t, int *, struct sched_param *))                  \
 	X(int, pthread_setschedparam, (pthread_t, int, const struct sched_param *))              \
-	X(int, pthread_sigmask, (int, const sigset_t *, sigset_t *))
+	X(int, pthread_sigmask, (int, const sigset_t *, sigset_t *))                             \
+	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))                   \
+	X(int, sigpending, (sigset_t *))                                                         \
+	X(int, raise, (int))
 
 #ifdef WEFT_PRELOAD
 #define WF_SYS_FIELD(ret, name, args) ret(*name) args;
