@@ -13,7 +13,8 @@
  *   sigpending  the kernel's answer, and what weft holds for the process
  *            or for the calling ULT.
  *   raise    on a ULT, pthread_kill of itself (glibc's raise is that too):
- *            the ULT's mask decides, not its kernel thread's.
+ *            the ULT's mask decides, not its kernel thread's. Real-time
+ *            signals, which queue, go to the kernel thread as before.
  *
  * Off the preload build a program installs handlers with glibc's calls
  * and the kernel runs them where it delivers the signal (the header mode;
@@ -112,8 +113,10 @@ WF_PX_API int sigpending(sigset_t *set)
 
 WF_PX_API int raise(int sig)
 {
+	/* Real-time signals queue: each raise() must stay an instance of
+	 * its own, which the kernel keeps (weft's pending set is a mask). */
 	wf_ult_t *self = wf_self();
-	if (!self)
+	if (!self || sig >= SIGRTMIN)
 		return WF_SYS(raise)(sig);
 	if (sig < 0 || sig >= NSIG) {
 		errno = EINVAL;

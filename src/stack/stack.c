@@ -375,7 +375,10 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	if (s && s->kind == WF_STACK_GUARDED && a >= (char *)s->map_base - 65536 &&
 	    a < (char *)s->lo) {
 		report(s, "guard page hit", a);
-		signal(SIGABRT, SIG_DFL);
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		WF_SYS(sigaction)(SIGABRT, &dfl, NULL);
 		abort();
 	}
 	/* Not ours: let the previous handler (or the default action) have the

@@ -154,6 +154,11 @@ void weft_cleanup_pop_frame(struct weft_cleanup_frame *f, int execute)
 
 void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 {
+	/* Signals sent to it before it ends are its own to take (one sent
+	 * to the process and given to it would otherwise go back to the
+	 * process after it is gone, sync/procsig.c). */
+	if (unlikely(atomic_load_explicit(&u->sig_pending, memory_order_acquire)))
+		wf_sig_deliver(u);
 	/* Frames pushed by glibc's macros (POSIX layer) first: each runs its
 	 * handler and comes back through wf_exit (src/posix/unwind.c, which
 	 * installs the hook when it registers the first frame). */

@@ -98,6 +98,20 @@ static void report_actions(void)
 	printf("signal(0): %s %s\n", bad == SIG_ERR ? "SIG_ERR" : "a handler",
 	       bad_errno == EINVAL ? "EINVAL" : strerror(bad_errno));
 
+	errno = 0;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	r = siginterrupt(0, 1);
+#pragma GCC diagnostic pop
+	printf("siginterrupt(0): %d %s\n", r, errno == EINVAL ? "EINVAL" : strerror(errno));
+	errno = 0;
+	r = raise(-1);
+	printf("raise(-1): %d %s\n", r, errno == EINVAL ? "EINVAL" : strerror(errno));
+	errno = 0;
+	sigset_t *volatile no_set = NULL; /* past glibc's nonnull prototype */
+	r = sigpending(no_set);
+	printf("sigpending(NULL): %d %s\n", r, errno == EFAULT ? "EFAULT" : strerror(errno));
+
 	/* One-shot handlers: the first delivery puts SIG_DFL back. */
 	target = pthread_self();
 	atomic_store(&handled, 0);
