@@ -371,9 +371,9 @@ static inline void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
 	wf_stack_free(w ? &w->stacks : NULL, &u->stack);
 }
 /* Called when a ULT's function returns and it has thread-specific data
- * (u->tsd), a thread control block of its own (u->tp) or signals pending:
- * their delivery, the destructors (installed by the layer that owns
- * them). */
+ * (u->tsd) or a thread control block of its own (u->tp, every ULT of the
+ * POSIX layer's): the destructors, after the signals still pending for
+ * it (installed by the layer that owns them). */
 WF_HIDDEN extern void (*wf_ult_return_hook)(wf_ult_t *u);
 /* How the stack layer names a ULT in an overflow report. */
 WF_HIDDEN extern const wf_stack_hooks_t wf_ult_stack_hooks;

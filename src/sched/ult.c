@@ -19,10 +19,8 @@ static void ult_entry(void *transfer, void *arg)
 	errno = 0; /* a new thread's (sched.c, "errno"): its own, or its worker's */
 	wf_ult_t *u = arg;
 	u->retval = u->fn(u->arg);
-	if (unlikely(u->tsd != NULL || u->tp != NULL ||
-		     atomic_load_explicit(&u->sig_pending, memory_order_relaxed)))
-		wf_ult_return_hook(u); /* signals sent to it; thread_local and
-					  thread-specific data destructors */
+	if (unlikely(u->tsd != NULL || u->tp != NULL))
+		wf_ult_return_hook(u); /* thread_local and thread-specific data destructors */
 	wf_exit_current(wf_worker_self(), u);
 }
 
