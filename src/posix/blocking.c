@@ -703,7 +703,39 @@ WF_BLOCKING(0, pid_t, wait4, (pid_t p, int *st, int o, struct rusage *r), (p, st
 WF_BLOCKING(0, int, flock, (int fd, int op), (fd, op))
 WF_BLOCKING(1, int, fsync, (int fd), (fd))
 WF_BLOCKING(1, int, fdatasync, (int fd), (fd))
-WF_BLOCKING(1, int, sigsuspend, (const sigset_t *s), (s))
+/* sigsuspend waits in the kernel with the set as its kernel thread's mask.
+ * What the set unblocks and the ULT's own mask blocks must end it too when
+ * weft has it: a signal sent to the ULT (pthread_kill) or held for the
+ * process (src/sync/procsig.c). Those pending already are raised on the
+ * kernel thread first (they arrive as soon as the set is installed);
+ * those sent while it waits find it as a sigwait's do (sig_waiting:
+ * src/sync/signal.c sends them to its kernel thread, and procsig.c's
+ * placement prefers it). */
+WF_PX_API int sigsuspend(const sigset_t *s)
+{
+	WF_REAL(wf_f_, int, sigsuspend, (const sigset_t *))
+	wf_testcancel();
+	wf_ult_t *u = wf_section_begin();
+	uint64_t open = u && s ? ~wf_sig_bits(s) & atomic_load(&u->sig_mask) : 0;
+	if (open) {
+		atomic_store_explicit(&u->sig_waiting, open, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst); /* against wf_sig_send */
+		wf_proc_claim(u, open);
+		uint64_t p =
+			atomic_fetch_and_explicit(&u->sig_pending, ~open, memory_order_acq_rel) &
+			open;
+		atomic_fetch_and_explicit(&u->sig_placed, ~p, memory_order_relaxed);
+		for (; p; p &= p - 1)
+			WF_SYS(raise)(__builtin_ctzll(p) + 1);
+	}
+	int r = wf_f_(s);
+	int e = errno;
+	if (open)
+		wf_sig_wait_done(u);
+	errno = e;
+	wf_section_end(u);
+	return r;
+}
 WF_BLOCKING(1, int, pause, (void), ())
 
 /* Waiting for signals: the thread blocked them (pthread_sigmask: a ULT's

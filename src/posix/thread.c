@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "posix/posix.h"
+#include "sched/carrier.h"
 #include "trace/trace.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
@@ -336,6 +337,8 @@ WF_PX_API pthread_t WF_PX(pthread_self)(void)
 {
 	wf_px_ensure(); /* the main thread's id is a ULT id from the start */
 	wf_ult_t *me = wf_self();
+	if (!me)
+		me = wf_section_self(); /* a handler inside a blocking call */
 	return me ? wf_px_from_weft(me->id) : WF_SYS(pthread_self)();
 }
 

@@ -463,6 +463,17 @@ static wf_carrier_t *carrier_new(wf_worker_t *w)
 
 /* ---- sections ----------------------------------------------------------- */
 
+/* The ULT whose section the calling kernel thread runs, for its identity
+ * (a signal handler's pthread_self inside a blocking call). In the ULT's
+ * own thread control block when it has one, else the kernel thread's:
+ * either way set and cleared by the ULT itself. */
+static __thread wf_ult_t *section_ult;
+
+wf_ult_t *wf_section_self(void)
+{
+	return section_ult;
+}
+
 wf_ult_t *wf_section_begin(void)
 {
 	wf_worker_t *w = wf_worker_self();
@@ -476,6 +487,7 @@ wf_ult_t *wf_section_begin(void)
 	u->sys_v = v;
 	__atomic_store_n(&u->sys_w, w, __ATOMIC_SEQ_CST); /* wf_section_in */
 	wf_tls_worker = NULL;
+	section_ult = u;
 	atomic_store_explicit(&w->sys, v, memory_order_release);
 	wf_fence_light(); /* against the monitor going idle (wf_fence_heavy) */
 	if (unlikely(atomic_load_explicit(&wf_monitor_idle, memory_order_relaxed)) &&
@@ -490,6 +502,7 @@ void wf_section_end(wf_ult_t *u)
 		return;
 	wf_worker_t *w = u->sys_w;
 	unsigned v = u->sys_v;
+	section_ult = NULL;
 	__atomic_store_n(&u->sys_w, NULL, __ATOMIC_RELAXED);
 	if (likely(atomic_compare_exchange_strong_explicit(
 		    &w->sys, &v, v & ~SYS_FLAGS, memory_order_acq_rel, memory_order_acquire))) {

@@ -28,6 +28,9 @@ WF_HIDDEN wf_ult_t *wf_section_begin(void);
  * a run queue and its kernel thread becomes a spare; returns on a worker. */
 WF_HIDDEN void wf_section_end(wf_ult_t *u);
 
+/* The ULT in a section on the calling kernel thread, or NULL (no worker's
+ * ULT runs here then: wf_self is NULL; this is who the thread is). */
+WF_HIDDEN wf_ult_t *wf_section_self(void);
 /* Is u in a section? (sequentially consistent: sync/signal.c) */
 WF_HIDDEN int wf_section_in(wf_ult_t *u);
 /* Send signal sig to the kernel thread that u's section runs on. */

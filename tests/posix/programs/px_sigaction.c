@@ -8,7 +8,10 @@
  *     and sem_wait returns EINTR;
  *   - raise() of a signal the calling thread blocks leaves it pending for
  *     that thread (sigpending shows it) and runs the handler there once it
- *     unblocks it.
+ *     unblocks it;
+ *   - sigsuspend with a set that unblocks what the thread blocks returns
+ *     after the handler of a signal sent to the thread before the call or
+ *     while it waits.
  * Under weft the kernel may deliver a process signal to a worker between
  * two ULTs, or to one whose ULT blocks it: weft holds it and gives it to a
  * ULT that takes it (src/sync/procsig.c). The output must be glibc's. */
@@ -205,6 +208,61 @@ static void *raiser(void *arg)
 	return NULL;
 }
 
+/* A thread that blocks SIGUSR1 and SIGUSR2 and waits for them in
+ * sigsuspend: a SIGUSR2 sent to it before (pending) ends the first
+ * sigsuspend at once, a SIGUSR1 sent while it waits ends the second. */
+static atomic_int suspender_waiting;
+
+static void *suspender(void *arg)
+{
+	(void)arg;
+	target = pthread_self();
+	sigset_t both, none;
+	sigemptyset(&both);
+	sigaddset(&both, SIGUSR1);
+	sigaddset(&both, SIGUSR2);
+	sigemptyset(&none);
+	pthread_sigmask(SIG_BLOCK, &both, NULL);
+	atomic_store(&suspender_waiting, 1);
+	while (atomic_load(&suspender_waiting) == 1) /* until main sent SIGUSR2 */
+		sched_yield();
+	int before = atomic_load(&handled);
+	int r = sigsuspend(&none);
+	int e = errno;
+	printf("sigsuspend: pending signal: returned %d %s, handler ran %s\n", r,
+	       e == EINTR ? "EINTR" : strerror(e),
+	       atomic_load(&handled) == before + 1 ? "here" : "elsewhere or not at all");
+	before = atomic_load(&handled);
+	atomic_store(&suspender_waiting, 3);
+	r = sigsuspend(&none);
+	e = errno;
+	printf("sigsuspend: signal sent while it waits: returned %d %s, handler ran %s\n", r,
+	       e == EINTR ? "EINTR" : strerror(e),
+	       atomic_load(&handled) == before + 1 ? "here" : "elsewhere or not at all");
+	return NULL;
+}
+
+static void suspend_test(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_plain;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	atomic_store(&handled, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, suspender, NULL);
+	while (atomic_load(&suspender_waiting) != 1)
+		nap_ms(1);
+	pthread_kill(t, SIGUSR2);
+	atomic_store(&suspender_waiting, 2);
+	while (atomic_load(&suspender_waiting) != 3)
+		nap_ms(1);
+	nap_ms(50); /* in its second sigsuspend by now */
+	pthread_kill(t, SIGUSR1);
+	pthread_join(t, NULL);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -216,6 +274,7 @@ int main(void)
 	pthread_t t;
 	pthread_create(&t, NULL, raiser, NULL);
 	pthread_join(t, NULL);
+	suspend_test();
 	printf("elsewhere: %d\n", atomic_load(&handled_elsewhere));
 	return 0;
 }
