@@ -70,9 +70,8 @@ int weft_equal(weft_t a, weft_t b)
 
 int weft_yield(void)
 {
-	wf_yield();
 	/* What was sent to it while it waited for its turn (sync/signal.c). */
-	wf_ult_t *self = wf_self();
+	wf_ult_t *self = wf_yield();
 	if (self && unlikely(atomic_load_explicit(&self->sig_pending, memory_order_relaxed)))
 		wf_sig_deliver(self);
 	return 0;

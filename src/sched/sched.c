@@ -626,13 +626,15 @@ void wf_resched_now(void)
 		switch_away(w, w->current, WF_AFTER_PREEMPT, NULL);
 }
 
-void wf_yield(void)
+wf_ult_t *wf_yield(void)
 {
 	wf_worker_t *w = wf_worker_self();
-	if (w && w->current)
-		wf_yield_to_next(w, w->current);
+	wf_ult_t *self = w ? w->current : NULL;
+	if (self)
+		wf_yield_to_next(w, self);
 	else
 		WF_SYS(sched_yield)();
+	return self;
 }
 
 void wf_exit_current(wf_worker_t *w, wf_ult_t *self)

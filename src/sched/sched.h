@@ -314,8 +314,9 @@ static inline wf_ult_t *wf_self(void)
 	wf_worker_t *w = wf_worker_self();
 	return w ? w->current : NULL;
 }
-/* Let another ready ULT run (a foreign thread: sched_yield). */
-WF_HIDDEN void wf_yield(void);
+/* Let another ready ULT run (a foreign thread: sched_yield). Returns the
+ * ULT that yielded (NULL: none). */
+WF_HIDDEN wf_ult_t *wf_yield(void);
 
 /* Shared FIFOs (runq.c). */
 WF_HIDDEN void wf_mpfifo_put(wf_mpfifo_t *f, wf_ult_t *u);
