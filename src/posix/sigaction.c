@@ -1,5 +1,4 @@
-/* libweft-pthread.so only (WEFT_PRELOAD): the program's signal handlers
- * and the process's pending signals.
+/* The program's signal handlers and the process's pending signals.
  *
  *   sigaction, signal, bsd_signal, sysv_signal, siginterrupt
  *            a handler of the program's runs through weft's trampoline,
@@ -16,9 +15,10 @@
  *            the ULT's mask decides, not its kernel thread's. Real-time
  *            signals, which queue, go to the kernel thread as before.
  *
- * Off the preload build a program installs handlers with glibc's calls
- * and the kernel runs them where it delivers the signal (the header mode;
- * docs/posix-coverage.md, "Signals").
+ * Both builds: libweft-pthread.so defines the names themselves; libweft
+ * defines weft_px_<name>, which include/weft/compat/signal.h (written by
+ * hand: `struct sigaction` shares its function's name, so sigaction is
+ * renamed by a function-like macro) puts in the program's calls.
  */
 #include <signal.h>
 #include <string.h>
@@ -27,7 +27,7 @@
 #include "sched/sched.h"
 #include "sync/wait.h"
 
-WF_PX_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+WF_PX_API int WF_PX(sigaction)(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return wf_sig_action(sig, act, old);
 }
@@ -53,7 +53,7 @@ static __sighandler_t install(int sig, __sighandler_t h, int flags, int block_se
 	return old.sa_handler;
 }
 
-WF_PX_API __sighandler_t signal(int sig, __sighandler_t h)
+WF_PX_API __sighandler_t WF_PX(signal)(int sig, __sighandler_t h)
 {
 	int intr =
 		sig >= 1 && sig <= 64 &&
@@ -61,22 +61,24 @@ WF_PX_API __sighandler_t signal(int sig, __sighandler_t h)
 	return install(sig, h, intr ? 0 : SA_RESTART, 1);
 }
 
+WF_PX_API __sighandler_t WF_PX(sysv_signal)(int sig, __sighandler_t h)
+{
+	return install(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+#ifdef WEFT_PRELOAD
 WF_PX_API __sighandler_t bsd_signal(int sig, __sighandler_t h)
 {
 	return signal(sig, h);
-}
-
-WF_PX_API __sighandler_t sysv_signal(int sig, __sighandler_t h)
-{
-	return install(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
 
 WF_PX_API __sighandler_t __sysv_signal(int sig, __sighandler_t h)
 {
 	return sysv_signal(sig, h);
 }
+#endif
 
-WF_PX_API int siginterrupt(int sig, int flag)
+WF_PX_API int WF_PX(siginterrupt)(int sig, int flag)
 {
 	struct sigaction act;
 	if (sig < 1 || sig >= NSIG || wf_sig_action(sig, NULL, &act) != 0) {
@@ -94,7 +96,7 @@ WF_PX_API int siginterrupt(int sig, int flag)
 	return wf_sig_action(sig, &act, NULL);
 }
 
-WF_PX_API int sigpending(sigset_t *set)
+WF_PX_API int WF_PX(sigpending)(sigset_t *set)
 {
 	if (!set) {
 		errno = EFAULT;
@@ -111,7 +113,7 @@ WF_PX_API int sigpending(sigset_t *set)
 	return 0;
 }
 
-WF_PX_API int raise(int sig)
+WF_PX_API int WF_PX(raise)(int sig)
 {
 	/* Real-time signals queue: each raise() must stay an instance of
 	 * its own, which the kernel keeps (weft's pending set is a mask). */

@@ -229,19 +229,19 @@ static void carrier_signal(wf_carrier_t *c, int cmd)
  * one or two system calls.
  *
  * Carriers that carry nothing (spares), the monitor (but for its task,
- * below) and the I/O watchdog block every signal. A worker's loop keeps the mask of the last ULT it
- * ran while it looks for work (a system call on every switch to it would
- * cost more than it saves); before it sleeps it takes the mask of what
- * every live ULT blocks (wf_kmask_idle: counts per signal of the live
- * ULTs that block it, kept as masks are set and ULTs come and go - ULTs
- * whose mask is empty cost nothing), so a sleeping worker never takes a
- * signal that no thread would. One that some ULT takes may still arrive in
- * a loop, on no ULT; and one that only a parked ULT takes finds no kernel
- * thread that takes it. Under libweft-pthread.so both are the job of the
- * trampoline that runs the program's handlers (sync/procsig.c): it holds
- * the first kind and gives it to a ULT, and the monitor, as its task
- * (wf_monitor_task), leaves unblocked what some live ULT takes, so that
- * it catches the second kind.
+ * below) and the I/O watchdog block every signal. A worker's loop keeps
+ * the mask of the last ULT it ran while it looks for work (a system call
+ * on every switch to it would cost more than it saves); before it sleeps
+ * it takes the mask of what every live ULT blocks (wf_kmask_idle: counts
+ * per signal of the live ULTs that block it, kept as masks are set and
+ * ULTs come and go - ULTs whose mask is empty cost nothing), so a sleeping
+ * worker never takes a signal that no thread would. One that some ULT
+ * takes may still arrive in a loop, on no ULT; and one that only a parked
+ * ULT takes finds no kernel thread that takes it. With the POSIX layer's
+ * sigaction both are the job of the trampoline that runs the program's
+ * handlers (sync/procsig.c): it holds the first kind and gives it to a
+ * ULT, and the monitor, as its task (wf_monitor_task), leaves unblocked
+ * what some live ULT takes, so that it catches the second kind.
  *
  * The preemption signal is never blocked while preemption is on (the
  * monitor's signals must arrive), and glibc keeps its own two (SIGCANCEL,

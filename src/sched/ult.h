@@ -164,11 +164,14 @@ typedef struct wf_ult {
 	_Atomic uint64_t sig_mask;    /* blocked; written by the ULT */
 	_Atomic uint64_t sig_pending; /* sent, not yet delivered; set by anyone */
 	_Atomic uint64_t sig_waiting; /* what it waits for in a sigwait; written by the ULT */
-	_Atomic uint64_t sig_placed;  /* of sig_pending, those sent to the process that weft
-	                                 gave it (sync/procsig.c) */
-	int sig_now;      /* such a signal wf_sig_deliver raises now; owned by the ULT */
-	uint64_t sig_ran; /* handlers run for it (bits or'ed by wf_sig_deliver, cleared
-	                                 by whoever asks: a restartable call, SA_RESTART) */
+	/* Of sig_pending, those sent to the process that weft gave it
+	 * (sync/procsig.c); set by the placer, cleared by whoever takes them. */
+	_Atomic uint64_t sig_placed;
+	/* Such a signal wf_sig_deliver raises now; owned by the ULT. */
+	int sig_now;
+	/* Handlers run for it (bits or'ed by wf_sig_deliver, cleared by
+	 * whoever asks: a restartable call, SA_RESTART). */
+	uint64_t sig_ran;
 	/* What it waits for while PARKED (enum wf_block_reason, see above). */
 	int block_reason;
 	const void *block_obj;

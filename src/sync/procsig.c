@@ -14,9 +14,9 @@
  *   - the ULT that takes the signal may not be running: parked in a
  *     condition wait, queued behind others. The kernel cannot pick it.
  *
- * So under libweft-pthread.so the kernel never runs a handler of the
+ * So under the POSIX layer the kernel never runs a handler of the
  * program's directly. sigaction (and signal, sysv_signal, siginterrupt:
- * src/posix/sigaction.c) records the program's handler here and installs
+ * src/posix/sigaction.c, in both of its builds) records the program's handler here and installs
  * weft's trampoline in its place, with the program's mask and flags
  * (SA_SIGINFO added, SA_RESETHAND done by the trampoline). SIG_DFL and
  * SIG_IGN go to the kernel as they are: their effect is the process's,

@@ -36,10 +36,10 @@
  * ULT it runs blocks (the switch tail installs the mask, and wf_sig_mask
  * installs a running ULT's change at once: sched/carrier.c, "signal
  * masks"), so the kernel picks among the running ULTs as among threads,
- * or keeps the signal pending for the process while each blocks it. Under
- * libweft-pthread.so, one the kernel delivers where no ULT takes it (a
- * worker's loop, a mask that lags) is held and given to a ULT that takes
- * it, running or not (procsig.c).
+ * or keeps the signal pending for the process while each blocks it. With
+ * the POSIX layer's sigaction, one the kernel delivers where no ULT takes
+ * it (a worker's loop, a mask that lags) is held and given to a ULT that
+ * takes it, running or not (procsig.c).
  */
 #include <errno.h>
 #include <signal.h>
