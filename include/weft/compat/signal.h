@@ -10,6 +10,7 @@
 #ifndef WEFT_COMPAT_SIGNAL_H
 #define WEFT_COMPAT_SIGNAL_H
 
+#pragma GCC system_header /* included everywhere: no -pedantic report of include_next */
 #include_next <signal.h>
 
 #if defined(__cplusplus) && !defined(WEFT_COMPAT_ALLOW_CXX)
@@ -20,11 +21,12 @@
 extern "C" {
 #endif
 
+struct sigaction; /* complete only with POSIX's features (__USE_POSIX) */
 extern int weft_px_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 extern __sighandler_t weft_px_signal(int sig, __sighandler_t h);
 extern __sighandler_t weft_px_sysv_signal(int sig, __sighandler_t h);
 extern int weft_px_siginterrupt(int sig, int flag);
-extern int weft_px_sigpending(sigset_t *set);
+extern int weft_px_sigpending(__sigset_t *set);
 extern int weft_px_raise(int sig);
 
 #ifdef __cplusplus
