@@ -243,6 +243,15 @@ static void carrier_signal(wf_carrier_t *c, int cmd)
  * ULT, and the monitor, as its task (wf_monitor_task), leaves unblocked
  * what some live ULT takes, so that it catches the second kind.
  *
+ * A ULT that blocks a signal so that every live ULT blocks it makes the
+ * workers in their loops take the new mask before its pthread_sigmask
+ * returns (wf_kmask_tighten: it wakes them and waits, at most
+ * TIGHTEN_WAIT_NS, until each took it or runs a ULT), so that the signal,
+ * sent to the process next, stays pending as on glibc instead of ending
+ * the process on a worker asleep since before the change. Not done when
+ * the last ULT that took a signal exits: a sleeping worker keeps the
+ * older mask until it sleeps again.
+ *
  * The preemption signal is never blocked while preemption is on (the
  * monitor's signals must arrive), and glibc keeps its own two (SIGCANCEL,
  * SIGSETXID) unblocked whatever the mask. */
@@ -303,6 +312,32 @@ void wf_sig_placing_wait(void)
 {
 	while (atomic_load_explicit(&wf_sig_placing, memory_order_acquire))
 		wf_futex_wait(&wf_sig_placing, 1, NULL);
+}
+
+/* How long a mask change waits for the other workers' loops: they take
+ * the new mask within microseconds of their wake-up. */
+#define TIGHTEN_WAIT_NS 20000000ull
+
+atomic_uint wf_kmask_gen;
+
+void wf_kmask_tighten(uint64_t newly)
+{
+	if (wf_rt.nworkers < 2 || !(wf_kmask_idle() & newly))
+		return;
+	unsigned g = atomic_fetch_add_explicit(&wf_kmask_gen, 1, memory_order_seq_cst) + 1;
+	wf_worker_t *self = wf_worker_self();
+	uint64_t until = wf_now_ns() + TIGHTEN_WAIT_NS;
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *t = wf_rt.workers[i];
+		if (t == self)
+			continue;
+		wf_wake_worker(t);
+		/* Done when its loop took the mask, or it runs a ULT (which
+		 * blocks them: every live one does). */
+		while ((int)(atomic_load_explicit(&t->kmask_gen, memory_order_acquire) - g) < 0 &&
+		       !__atomic_load_n(&t->current, __ATOMIC_RELAXED) && wf_now_ns() < until)
+			WF_SYS(sched_yield)();
+	}
 }
 
 void wf_kmask_install(wf_worker_t *w, uint64_t m)

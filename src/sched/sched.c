@@ -755,11 +755,26 @@ static void stop_spinning(wf_worker_t *w)
 		wf_wake_one_idle(w->sched_ops);
 }
 
+/* "Signal masks": the loop takes the mask every live ULT blocks when a
+ * ULT's mask change asked for it (wf_kmask_tighten), and always before it
+ * sleeps; then it says which request it answered. */
+static inline void loop_mask(wf_worker_t *w, int sleeping)
+{
+	unsigned g = atomic_load_explicit(&wf_kmask_gen, memory_order_acquire);
+	if (likely(g == atomic_load_explicit(&w->kmask_gen, memory_order_relaxed)) && !sleeping)
+		return;
+	uint64_t idle_mask = wf_kmask_idle();
+	if (unlikely(idle_mask != w->kmask))
+		wf_kmask_install(w, idle_mask);
+	atomic_store_explicit(&w->kmask_gen, g, memory_order_release);
+}
+
 /* Look for work until some is found (returned) or the runtime stops (NULL).
  * Called only by w's owner, in its loop context. */
 static wf_ult_t *find_work(wf_worker_t *w)
 {
 	for (;;) {
+		loop_mask(w, 0);
 		uint64_t t0 = wf_now_ns();
 		wf_sched_poll(w);
 		wf_timers_poll(&w->timers, t0);
@@ -779,6 +794,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 		uint64_t deadline = wf_now_ns() + (uint64_t)w->spin_ns;
 		for (unsigned iter = 0; w->spin_ns > 0; iter++) {
 			uint64_t now = wf_now_ns();
+			loop_mask(w, 0);
 			wf_sched_poll(w);
 			wf_timers_poll(&w->timers, now);
 			poll_io(now, POLL_GAP_SPIN);
@@ -812,9 +828,7 @@ static wf_ult_t *find_work(wf_worker_t *w)
 
 		/* Sleep with the signals every live ULT blocks blocked
 		 * ("Signal masks"); announce, re-check everything, then wait. */
-		uint64_t idle_mask = wf_kmask_idle();
-		if (unlikely(idle_mask != w->kmask))
-			wf_kmask_install(w, idle_mask);
+		loop_mask(w, 1);
 		atomic_store_explicit(&w->sleep_state, WF_SLEEPING, memory_order_seq_cst);
 		atomic_fetch_add_explicit(&wf_rt.nsleeping, 1, memory_order_seq_cst);
 		/* Queuers fence lightly before they look for sleepers: the heavy

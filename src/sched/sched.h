@@ -114,6 +114,8 @@ typedef struct wf_worker {
 	uint64_t kmask;             /* the signal mask its carrier's kernel thread has, in the
 	                    bits of a ULT's sig_mask (WF_KMASK_ALL: all blocked; sched.c,
 	                    "Signal masks") */
+	_Atomic unsigned kmask_gen; /* the wf_kmask_gen its loop's mask was taken at; written
+	                               by the owner, read by wf_kmask_tighten */
 	wf_tls_cache_t tls;         /* released thread control blocks (tls.c) */
 
 	/* Counters, written by the owner, readable by anyone (relaxed):
@@ -261,6 +263,12 @@ WF_HIDDEN void wf_kmask_follow(wf_ult_t *self);
 WF_HIDDEN void wf_kmask_reset(void);
 WF_HIDDEN void wf_kmask_account(uint64_t m, long delta);
 WF_HIDDEN uint64_t wf_kmask_idle(void);
+/* A ULT blocked the signals newly: if every live ULT now blocks some of
+ * them, make every worker in its loop (sleeping, spinning) take the
+ * mask of wf_kmask_idle before returning (bumps wf_kmask_gen; a loop
+ * that sees it change takes the mask and stores it in its kmask_gen). */
+WF_HIDDEN extern atomic_uint wf_kmask_gen;
+WF_HIDDEN void wf_kmask_tighten(uint64_t newly);
 /* Signals sent to the process that weft holds until a ULT takes one (bit
  * s-1 for signal s; sync/procsig.c has the protocol). wf_proc_repost: u
  * exits with some of them given to it and not taken - back to the process.

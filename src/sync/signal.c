@@ -261,6 +261,8 @@ int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
 	if (was != cur) {
 		wf_kmask_account(was, -1);
 		wf_kmask_account(cur, 1);
+		if (cur & ~was) /* the sleeping workers' masks (sched/carrier.c) */
+			wf_kmask_tighten(cur & ~was);
 	}
 	wf_kmask_follow(self); /* the kernel's pending signals it unblocks arrive here */
 	if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_relaxed) & ~cur))

@@ -9,6 +9,8 @@
  *     threads, one of them takes them with sigwait, and a SIGTERM sent to
  *     the process while the others compute reaches it - the default action
  *     (ending the process) must not happen.
+ *   - a signal main blocks before it makes any thread, sent to the
+ *     process, stays pending (the sleeping workers block it too).
  * Under weft the masks are per ULT, and several ULTs share a kernel thread:
  * the kernel thread must block what the ULT it runs blocks (src/sched/
  * carrier.c, "signal masks"). The output must be glibc's. */
@@ -129,9 +131,32 @@ static void *killer(void *arg)
 	return NULL;
 }
 
+/* 0. Before any thread exists (the other workers asleep since the start,
+ * with the mask they took then): a signal main blocks stays pending - its
+ * default action (ending the process) must not happen. */
+static void blocked_at_start(void)
+{
+	nap_ms(50);
+	sigset_t s, p;
+	sigemptyset(&s);
+	sigaddset(&s, SIGHUP);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	kill(getpid(), SIGHUP);
+	nap_ms(20);
+	sigpending(&p);
+	int sig = 0;
+	if (sigismember(&p, SIGHUP))
+		sigwait(&s, &sig);
+	printf("at start: SIGHUP %s, sigwait took %s\n",
+	       sigismember(&p, SIGHUP) ? "pending" : "not pending",
+	       sig == SIGHUP ? "it" : "nothing");
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
+	blocked_at_start();
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_usr1;
