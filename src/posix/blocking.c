@@ -717,17 +717,9 @@ WF_PX_API int sigsuspend(const sigset_t *s)
 	wf_testcancel();
 	wf_ult_t *u = wf_section_begin();
 	uint64_t open = u && s ? ~wf_sig_bits(s) & atomic_load(&u->sig_mask) : 0;
-	if (open) {
-		atomic_store_explicit(&u->sig_waiting, open, memory_order_seq_cst);
-		atomic_thread_fence(memory_order_seq_cst); /* against wf_sig_send */
-		wf_proc_claim(u, open);
-		uint64_t p =
-			atomic_fetch_and_explicit(&u->sig_pending, ~open, memory_order_acq_rel) &
-			open;
-		atomic_fetch_and_explicit(&u->sig_placed, ~p, memory_order_relaxed);
-		for (; p; p &= p - 1)
+	if (open)
+		for (uint64_t p = wf_sig_take_set(u, open); p; p &= p - 1)
 			WF_SYS(raise)(__builtin_ctzll(p) + 1);
-	}
 	int r = wf_f_(s);
 	int e = errno;
 	if (open)

@@ -69,11 +69,6 @@
 #include "sync/wait.h"
 #include "util/sys.h"
 
-static uint64_t bit(int sig)
-{
-	return 1ull << (sig - 1);
-}
-
 typedef void (*plain_handler)(int);
 typedef void (*info_handler)(int, siginfo_t *, void *);
 
@@ -140,10 +135,24 @@ static int hold(int sig, const siginfo_t *si)
 		return 0;
 	int e = errno;
 	keep_info(sig, si);
-	atomic_fetch_or_explicit(&wf_proc_pending, bit(sig), memory_order_seq_cst);
+	atomic_fetch_or_explicit(&wf_proc_pending, wf_sig_bit(sig), memory_order_seq_cst);
 	wf_monitor_ask();
 	errno = e;
 	return 1;
+}
+
+/* The program's handler for a (0: the trampoline does not stand in for
+ * one) and its flags, as one consistent pair. */
+static uintptr_t read_action(struct action *a, int *flags)
+{
+	for (;;) {
+		unsigned s = atomic_load_explicit(&a->seq, memory_order_acquire);
+		uintptr_t h = atomic_load_explicit(&a->handler, memory_order_relaxed);
+		*flags = atomic_load_explicit(&a->flags, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (!(s & 1) && atomic_load_explicit(&a->seq, memory_order_relaxed) == s)
+			return h;
+	}
 }
 
 static void trampoline(int sig, siginfo_t *si, void *uc)
@@ -151,21 +160,14 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u = w ? __atomic_load_n(&w->current, __ATOMIC_RELAXED) : NULL;
 	if (((w && !thread_directed(sig, si) &&
-	      (!u || (atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & bit(sig)))) ||
+	      (!u ||
+	       (atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & wf_sig_bit(sig)))) ||
 	     catching) &&
 	    hold(sig, si))
 		return;
 	struct action *a = &acts[sig];
-	uintptr_t h;
 	int flags;
-	for (;;) {
-		unsigned s = atomic_load_explicit(&a->seq, memory_order_acquire);
-		h = atomic_load_explicit(&a->handler, memory_order_relaxed);
-		flags = atomic_load_explicit(&a->flags, memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
-		if (!(s & 1) && atomic_load_explicit(&a->seq, memory_order_relaxed) == s)
-			break;
-	}
+	uintptr_t h = read_action(a, &flags);
 	if (!h)
 		return; /* SIG_DFL or SIG_IGN meanwhile: the program changed it as it came */
 	/* A held signal given to this ULT: the siginfo it was sent with. */
@@ -179,7 +181,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		dfl.sa_handler = SIG_DFL;
 		if (atomic_compare_exchange_strong_explicit(
 			    &a->handler, &h, 0, memory_order_relaxed, memory_order_relaxed)) {
-			atomic_fetch_and_explicit(&trampolined, ~bit(sig), memory_order_relaxed);
+			atomic_fetch_and_explicit(&trampolined, ~wf_sig_bit(sig),
+						  memory_order_relaxed);
 			WF_SYS(sigaction)(sig, &dfl, NULL);
 		}
 	}
@@ -196,31 +199,39 @@ static int ours(int sig)
 	       !(sig == WF_SIG_PREEMPT && wf_rt.preempt_ns > 0);
 }
 
+/* The action sig has, as the program installed it, in *old (if old). */
+static int report(int sig, struct sigaction *old)
+{
+	if (!old)
+		return 0;
+	int r = WF_SYS(sigaction)(sig, NULL, old);
+	if (r == 0 && old->sa_sigaction == trampoline) {
+		int flags;
+		old->sa_sigaction = (info_handler)read_action(&acts[sig], &flags);
+		old->sa_flags = flags;
+	}
+	return r;
+}
+
 int wf_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (!ours(sig))
 		return WF_SYS(sigaction)(sig, act, old);
+	if (!act)
+		return report(sig, old); /* a question: no lock */
 	sigset_t all, was;
 	sigfillset(&all);
-	WF_SYS(pthread_sigmask)
-	(SIG_BLOCK, &all, &was); /* no trampoline meets a half-written entry */
+	/* No trampoline on this kernel thread meets a half-written entry. */
+	WF_SYS(pthread_sigmask)(SIG_BLOCK, &all, &was);
 	wf_spin_lock(&act_lock);
 	struct action *a = &acts[sig];
-	struct sigaction k;
-	int r = WF_SYS(sigaction)(sig, NULL, &k);
-	if (r == 0 && old) {
-		*old = k;
-		if (k.sa_sigaction == trampoline) {
-			old->sa_sigaction = (info_handler)atomic_load(&a->handler);
-			old->sa_flags = atomic_load(&a->flags);
-		}
-	}
-	if (r == 0 && act) {
+	int r = report(sig, old);
+	if (r == 0) {
 		if (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN) {
 			r = WF_SYS(sigaction)(sig, act, NULL);
 			if (r == 0) {
 				atomic_store_explicit(&a->handler, 0, memory_order_relaxed);
-				atomic_fetch_and_explicit(&trampolined, ~bit(sig),
+				atomic_fetch_and_explicit(&trampolined, ~wf_sig_bit(sig),
 							  memory_order_relaxed);
 			}
 		} else {
@@ -236,7 +247,7 @@ int wf_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
 			atomic_store_explicit(&a->seq, s + 2, memory_order_release);
 			r = WF_SYS(sigaction)(sig, &t, NULL);
 			if (r == 0)
-				atomic_fetch_or_explicit(&trampolined, bit(sig),
+				atomic_fetch_or_explicit(&trampolined, wf_sig_bit(sig),
 							 memory_order_relaxed);
 		}
 	}
@@ -245,11 +256,6 @@ int wf_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
 	WF_SYS(pthread_sigmask)(SIG_SETMASK, &was, NULL);
 	errno = e;
 	return r;
-}
-
-uint64_t wf_proc_held(void)
-{
-	return atomic_load_explicit(&wf_proc_pending, memory_order_acquire);
 }
 
 void wf_proc_claim(wf_ult_t *self, uint64_t want)

@@ -48,13 +48,17 @@
 #include "sched/preempt.h"
 #include "sync/wait.h"
 
-static uint64_t bit(int sig)
-{
-	return 1ull << (sig - 1);
-}
-
 /* SIGKILL and SIGSTOP cannot be blocked. */
-#define UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP))
+#define UNBLOCKABLE (wf_sig_bit(SIGKILL) | wf_sig_bit(SIGSTOP))
+
+/* Claim the pending signals of b (bits cleared); returns those claimed. */
+static uint64_t claim(wf_ult_t *self, uint64_t b)
+{
+	uint64_t got = atomic_fetch_and_explicit(&self->sig_pending, ~b, memory_order_acq_rel) & b;
+	if (got)
+		atomic_fetch_and_explicit(&self->sig_placed, ~got, memory_order_relaxed);
+	return got;
+}
 
 void wf_sig_deliver(wf_ult_t *self)
 {
@@ -68,12 +72,14 @@ void wf_sig_deliver(wf_ult_t *self)
 			return;
 		}
 		int sig = __builtin_ctzll(p) + 1;
-		atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel);
-		self->sig_ran |= bit(sig);
+		atomic_fetch_and_explicit(&self->sig_pending, ~wf_sig_bit(sig),
+					  memory_order_acq_rel);
+		self->sig_ran |= wf_sig_bit(sig);
 		/* One sent to the process (procsig.c): its handler gets the
 		 * siginfo it came with. */
-		if (atomic_fetch_and_explicit(&self->sig_placed, ~bit(sig), memory_order_relaxed) &
-		    bit(sig))
+		if (atomic_fetch_and_explicit(&self->sig_placed, ~wf_sig_bit(sig),
+					      memory_order_relaxed) &
+		    wf_sig_bit(sig))
 			self->sig_now = sig;
 		WF_SYS(raise)(sig); /* on this worker: the handler runs in this ULT */
 		self->sig_now = 0;
@@ -114,9 +120,10 @@ int wf_sig_send(wf_ult_t *u, int sig)
 		return EINVAL;
 	/* Discarded at once if the ULT does not block it (if it does, it
 	 * stays pending: a sigwait may take it). */
-	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig)) && ignored(sig))
+	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & wf_sig_bit(sig)) &&
+	    ignored(sig))
 		return 0;
-	atomic_fetch_or_explicit(&u->sig_pending, bit(sig), memory_order_seq_cst);
+	atomic_fetch_or_explicit(&u->sig_pending, wf_sig_bit(sig), memory_order_seq_cst);
 	/* In a system call section the ULT waits in the kernel (a read, a
 	 * sigwait): the kernel thread it runs on gets the signal itself, which
 	 * interrupts the call or is what sigwait waits for - unless the ULT
@@ -129,14 +136,11 @@ int wf_sig_send(wf_ult_t *u, int sig)
 		 * (the kernel thread does not either: carriers block nothing
 		 * the process did not), or it waits for it in sigwait (the
 		 * kernel thread blocks it for that). Else it stays pending. */
-		uint64_t b = bit(sig);
+		uint64_t b = wf_sig_bit(sig);
 		if (!(atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & b) ||
 		    (atomic_load_explicit(&u->sig_waiting, memory_order_seq_cst) & b)) {
-			if (atomic_fetch_and_explicit(&u->sig_pending, ~b, memory_order_acq_rel) &
-			    b) {
-				atomic_fetch_and_explicit(&u->sig_placed, ~b, memory_order_relaxed);
+			if (claim(u, b))
 				wf_section_kill(u, sig);
-			}
 			return 0;
 		}
 	}
@@ -145,7 +149,7 @@ int wf_sig_send(wf_ult_t *u, int sig)
 		wf_sig_deliver(u);
 		return 0;
 	}
-	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & bit(sig))) {
+	if (!(atomic_load_explicit(&u->sig_mask, memory_order_acquire) & wf_sig_bit(sig))) {
 		wf_wait_interrupt(u);
 		wf_kick_running(u); /* running on another worker: now */
 	}
@@ -185,24 +189,34 @@ void wf_signals_start(void)
 	wf_procsig_start();
 }
 
-int wf_sig_take(wf_ult_t *self, const sigset_t *set)
+/* self is about to wait for want in a section: from here on a signal of
+ * want sent to it goes to its kernel thread (wf_sig_send); what was sent
+ * before, or is held for the process, is pending for it. */
+static void wait_begin(wf_ult_t *self, uint64_t want)
 {
-	uint64_t want = wf_sig_bits(set);
 	atomic_store_explicit(&self->sig_waiting, want, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst); /* against wf_sig_send */
 	wf_proc_claim(self, want);                 /* held for the process (procsig.c) */
+}
+
+int wf_sig_take(wf_ult_t *self, const sigset_t *set)
+{
+	uint64_t want = wf_sig_bits(set);
+	wait_begin(self, want);
 	for (;;) {
 		uint64_t p = atomic_load_explicit(&self->sig_pending, memory_order_acquire) & want;
 		if (!p)
 			return 0;
 		int sig = __builtin_ctzll(p) + 1;
-		if (atomic_fetch_and_explicit(&self->sig_pending, ~bit(sig), memory_order_acq_rel) &
-		    bit(sig)) {
-			atomic_fetch_and_explicit(&self->sig_placed, ~bit(sig),
-						  memory_order_relaxed);
+		if (claim(self, wf_sig_bit(sig)))
 			return sig;
-		}
 	}
+}
+
+uint64_t wf_sig_take_set(wf_ult_t *self, uint64_t want)
+{
+	wait_begin(self, want);
+	return claim(self, want);
 }
 
 void wf_sig_wait_done(wf_ult_t *self)
@@ -215,7 +229,7 @@ uint64_t wf_sig_bits(const sigset_t *set)
 	uint64_t m = 0;
 	for (int s = 1; s <= 64; s++)
 		if (sigismember(set, s) == 1)
-			m |= bit(s);
+			m |= wf_sig_bit(s);
 	return m;
 }
 
@@ -223,7 +237,7 @@ void wf_sig_fill(uint64_t m, sigset_t *set)
 {
 	sigemptyset(set);
 	for (int s = 1; s <= 64; s++)
-		if (m & bit(s))
+		if (m & wf_sig_bit(s))
 			sigaddset(set, s);
 }
 

@@ -56,7 +56,11 @@ WF_HIDDEN int wf_wait_top_rank(const void *addr);
 /* Take ULT u out of a cancellable wait with EINTR, if it is in one (a
  * signal was sent to it). */
 WF_HIDDEN void wf_wait_interrupt(wf_ult_t *u);
-/* Per-ULT signals (signal.c). */
+/* Per-ULT signals (signal.c). Masks have bit s-1 for signal s. */
+static inline uint64_t wf_sig_bit(int sig)
+{
+	return 1ull << (sig - 1);
+}
 WF_HIDDEN int wf_sig_send(wf_ult_t *u, int sig);
 WF_HIDDEN void wf_sig_deliver(wf_ult_t *self);
 /* Would the kernel restart a call interrupted by the handlers that ran for
@@ -69,6 +73,11 @@ WF_HIDDEN uint64_t wf_sig_bits(const sigset_t *set);
  * (sigwait): one of them that was sent to it and is pending, claimed (its
  * bit cleared); 0 if none. */
 WF_HIDDEN int wf_sig_take(wf_ult_t *self, const sigset_t *set);
+/* self, in a section about to wait in sigsuspend with the signals of
+ * want unblocked that its own mask blocks: those sent to it or held for
+ * the process are claimed (bits cleared) and returned; those sent while
+ * it waits reach its kernel thread, as a sigwait's do. */
+WF_HIDDEN uint64_t wf_sig_take_set(wf_ult_t *self, uint64_t want);
 /* ... and its wait is over. */
 WF_HIDDEN void wf_sig_wait_done(wf_ult_t *self);
 WF_HIDDEN void wf_sig_fill(uint64_t mask, sigset_t *set);
@@ -82,8 +91,6 @@ WF_HIDDEN void wf_signals_start(void);
 /* Signals sent to the process (procsig.c). sigaction for the program: its
  * handlers run through weft's trampoline. */
 WF_HIDDEN int wf_sig_action(int sig, const struct sigaction *act, struct sigaction *old);
-/* Held for the process: weft's share of sigpending. */
-WF_HIDDEN uint64_t wf_proc_held(void);
 /* self takes the held signals of want (it unblocks them, or waits for
  * them): they become pending for it. */
 WF_HIDDEN void wf_proc_claim(wf_ult_t *self, uint64_t want);
