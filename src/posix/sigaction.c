@@ -11,6 +11,10 @@
  *            reach of LD_PRELOAD, so each is defined here too.
  *   sigpending  the kernel's answer, and what weft holds for the process
  *            or for the calling ULT.
+ *   kill     the kernel's; then, on a ULT, a signal weft now holds for the
+ *            process (another kernel thread took it first) and the ULT
+ *            does not block runs here before kill returns, as POSIX asks
+ *            of a signal the sender does not block.
  *   raise    on a ULT, pthread_kill of itself (glibc's raise is that too):
  *            the ULT's mask decides, not its kernel thread's. Real-time
  *            signals, which queue, go to the kernel thread as before.
@@ -55,9 +59,8 @@ static __sighandler_t install(int sig, __sighandler_t h, int flags, int block_se
 
 WF_PX_API __sighandler_t WF_PX(signal)(int sig, __sighandler_t h)
 {
-	int intr =
-		sig >= 1 && sig <= 64 &&
-		(atomic_load_explicit(&interrupting, memory_order_relaxed) & (1ull << (sig - 1)));
+	int intr = sig >= 1 && sig <= 64 &&
+		   (atomic_load_explicit(&interrupting, memory_order_relaxed) & wf_sig_bit(sig));
 	return install(sig, h, intr ? 0 : SA_RESTART, 1);
 }
 
@@ -85,7 +88,7 @@ WF_PX_API int WF_PX(siginterrupt)(int sig, int flag)
 		errno = EINVAL;
 		return -1;
 	}
-	uint64_t b = sig <= 64 ? 1ull << (sig - 1) : 0;
+	uint64_t b = sig <= 64 ? wf_sig_bit(sig) : 0;
 	if (flag) {
 		atomic_fetch_or_explicit(&interrupting, b, memory_order_relaxed);
 		act.sa_flags &= ~SA_RESTART;
@@ -105,7 +108,7 @@ WF_PX_API int WF_PX(sigpending)(sigset_t *set)
 	if (WF_SYS(sigpending)(set) != 0)
 		return -1;
 	wf_ult_t *self = wf_self();
-	uint64_t m = wf_proc_held() |
+	uint64_t m = atomic_load_explicit(&wf_proc_pending, memory_order_acquire) |
 		     (self ? atomic_load_explicit(&self->sig_pending, memory_order_relaxed) : 0);
 	for (int s = 1; s <= 64; s++)
 		if (m & (1ull << (s - 1)))
@@ -130,4 +133,20 @@ WF_PX_API int WF_PX(raise)(int sig)
 		return -1;
 	}
 	return 0;
+}
+
+WF_PX_API int WF_PX(kill)(pid_t pid, int sig)
+{
+	int r = WF_SYS(kill)(pid, sig);
+	wf_ult_t *self = wf_self();
+	if (self) {
+		uint64_t open = ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
+		if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_acquire) & open)) {
+			int e = errno;
+			wf_proc_claim(self, open);
+			wf_sig_deliver(self);
+			errno = e;
+		}
+	}
+	return r;
 }

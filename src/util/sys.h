@@ -52,7 +52,8 @@
 	X(int, pthread_sigmask, (int, const sigset_t *, sigset_t *))                             \
 	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))                   \
 	X(int, sigpending, (sigset_t *))                                                         \
-	X(int, raise, (int))
+	X(int, raise, (int))                                                                     \
+	X(int, kill, (pid_t, int))
 
 #ifdef WEFT_PRELOAD
 #define WF_SYS_FIELD(ret, name, args) ret(*name) args;

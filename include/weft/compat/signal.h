@@ -28,6 +28,7 @@ extern __sighandler_t weft_px_sysv_signal(int sig, __sighandler_t h);
 extern int weft_px_siginterrupt(int sig, int flag);
 extern int weft_px_sigpending(__sigset_t *set);
 extern int weft_px_raise(int sig);
+extern int weft_px_kill(__pid_t pid, int sig);
 
 #ifdef __cplusplus
 }
@@ -39,5 +40,6 @@ extern int weft_px_raise(int sig);
 #define siginterrupt(sig, flag)  weft_px_siginterrupt(sig, flag)
 #define sigpending(set)          weft_px_sigpending(set)
 #define raise(sig)               weft_px_raise(sig)
+#define kill(pid, sig)           weft_px_kill(pid, sig)
 
 #endif
