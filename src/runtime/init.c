@@ -33,25 +33,6 @@ static void at_exit(void)
 	wf_trace_stop(0);
 }
 
-/* The child of a fork made while the runtime ran has one kernel thread,
- * the one that forked, running the ULT that forked (or a worker's loop).
- * Its workers, carriers and monitor stayed in the parent, so the runtime
- * cannot go on: the child's thread goes on alone, as a plain thread -
- * weft's calls take the foreign-thread path (blocking waits are futex
- * waits), a new ULT cannot be made (EAGAIN), and exit does not try to stop
- * workers that are not there. Enough for what POSIX allows a child of a
- * multithreaded parent (async-signal-safe calls, then exec or _exit) and
- * for programs that carry on single-threaded, such as a shell's subshell.
- */
-static void forked_child(void)
-{
-	if (atomic_load_explicit(&wf_rt.state, memory_order_relaxed) != WF_RT_RUNNING)
-		return;
-	atomic_store_explicit(&wf_rt.state, WF_RT_FORKED, memory_order_relaxed);
-	wf_forked_child();
-	wf_io_forked();
-}
-
 static int is_main_thread(void)
 {
 	return getpid() == (pid_t)syscall(SYS_gettid);
@@ -195,7 +176,7 @@ static int start(const weft_config_t *c, int with_root)
 	if (cpu_clock && strcmp(cpu_clock, "1") == 0)
 		wf_cpu_clock_start(); /* per-ULT CPU time from the start */
 	if (!atexit_done)
-		atexit_done = atexit(at_exit) == 0 && pthread_atfork(NULL, NULL, forked_child) == 0;
+		atexit_done = atexit(at_exit) == 0; /* fork: runtime/fork.c */
 	if (getenv("WEFT_VERBOSE") && strcmp(getenv("WEFT_VERBOSE"), "1") == 0)
 		fprintf(stderr,
 			"weft: %d workers, sched=%s, context=%s, stack=%zu, pin=%d, "

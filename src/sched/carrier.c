@@ -957,3 +957,86 @@ void wf_forked_child(void)
 	wf_rt.preempt_ns = 0; /* no monitor here; the handler finds no worker */
 	atomic_store_explicit(&monitor_up, 0, memory_order_relaxed);
 }
+
+/* ---- fork ---------------------------------------------------------------- */
+
+void wf_carriers_fork(int phase)
+{
+	if (phase == WF_FORK_PREPARE)
+		WF_SYS(pthread_mutex_lock)(&cr.lock);
+	else if (phase == WF_FORK_PARENT)
+		WF_SYS(pthread_mutex_unlock)(&cr.lock);
+}
+
+/* In the child (runtime/fork.c): the calling kernel thread, which carried
+ * `kept`, is the only one left and becomes the first carrier; the other
+ * carriers and the monitor are gone with their threads (their records are
+ * freed, their stacks were glibc's). Signals held or being given out were
+ * the parent's. New carriers for the other workers and a new monitor are
+ * made by wf_carriers_restart, once every other part of the runtime is
+ * reset. tp: the thread control block glibc's fork saw as the caller's. */
+void wf_carriers_forked(wf_worker_t *kept, void *tp)
+{
+	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	memcpy(&cr.lock, &fresh, sizeof fresh);
+	wf_carrier_t *k = kept->carrier;
+	while (cr.all) {
+		wf_carrier_t *c = cr.all;
+		cr.all = c->next_all;
+		if (c == k)
+			continue;
+		wf_ctx_forget(&c->home);
+		if (c->home_stack)
+			munmap(c->home_stack, HOME_STACK_SIZE);
+		free(c->home_uc);
+		free(c); /* its signal stack is left mapped: a few pages */
+	}
+	cr.all = cr.first = k;
+	k->next_all = k->next_spare = NULL;
+	k->first = 1;
+	k->joined = 0;
+	cr.spares = NULL;
+	cr.count = cr.extra = 0;
+	cr.stopping = 0;
+	/* Who this kernel thread is now: its id, and the block glibc took for
+	 * it (which the kernel gave the new id; runtime/fork.c). */
+	k->tid = (pid_t)syscall(SYS_gettid);
+	k->thread = k->self = (pthread_t)tp;
+	if (WF_SYS(pthread_getcpuclockid)(k->self, &k->cpu_clk))
+		k->cpu_clk = 0;
+	wf_worker_carried(kept, k->tp, kept->cur_tp, k->errno_loc, k->self, k->cpu_clk);
+	int n = wf_rt.nworkers;
+	memset(cr.seen_ns, 0, (size_t)n * sizeof *cr.seen_ns);
+	memset(cr.seen_v, 0, (size_t)n * sizeof *cr.seen_v);
+	memset(cr.run_n, 0, (size_t)n * sizeof *cr.run_n);
+	memset(cr.run_u, 0, (size_t)n * sizeof *cr.run_u);
+	memset(cr.run_ns, 0, (size_t)n * sizeof *cr.run_ns);
+	memset(cr.run_cpu, 0, (size_t)n * sizeof *cr.run_cpu);
+	atomic_store(&cr.monitor_word, 0);
+	atomic_store(&wf_monitor_idle, 0);
+	atomic_store(&monitor_asked, 0);
+	atomic_store(&monitor_up, 0);
+	atomic_store(&wf_proc_pending, 0);
+	atomic_store(&wf_sig_placing, 0);
+	/* Only the forking ULT is alive; it blocks what it blocked. */
+	wf_kmask_reset();
+	wf_kmask_account(atomic_load_explicit(&kept->current->sig_mask, memory_order_relaxed), 1);
+}
+
+int wf_carriers_restart(wf_worker_t *kept)
+{
+	int e = 0;
+	WF_SYS(pthread_mutex_lock)(&cr.lock);
+	for (int i = 0; i < wf_rt.nworkers && !e; i++)
+		if (wf_rt.workers[i] != kept && !carrier_new(wf_rt.workers[i]))
+			e = EAGAIN;
+	WF_SYS(pthread_mutex_unlock)(&cr.lock);
+	if (cr.monitor_running) {
+		atomic_store_explicit(&monitor_up, 1, memory_order_release);
+		cr.monitor_running = !wf_sys_thread_create(&cr.monitor, monitor_main, NULL);
+		atomic_store_explicit(&monitor_up, cr.monitor_running, memory_order_release);
+		if (!cr.monitor_running)
+			e = EAGAIN;
+	}
+	return e;
+}

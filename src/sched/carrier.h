@@ -50,5 +50,16 @@ static inline void wf_monitor_poke(void)
 /* In the child of a fork (runtime/init.c): the calling context is no
  * worker's any longer, and no section hands over. */
 WF_HIDDEN void wf_forked_child(void);
+/* A fork made by a ULT running on worker `kept` (runtime/fork.c has the
+ * protocol). wf_carriers_fork: the carriers' lock around it (enum
+ * wf_fork_phase). In the child: wf_carriers_forked makes the calling
+ * kernel thread, which carried kept and whose thread control block for
+ * glibc is tp, the only carrier; wf_carriers_restart, last, gives every
+ * other worker a new carrier and starts the monitor if one ran. Returns 0,
+ * or EAGAIN if a kernel thread could not be made (those workers then have
+ * none). */
+WF_HIDDEN void wf_carriers_fork(int phase);
+WF_HIDDEN void wf_carriers_forked(wf_worker_t *kept, void *tp);
+WF_HIDDEN int wf_carriers_restart(wf_worker_t *kept);
 
 #endif

@@ -289,3 +289,30 @@ int wf_sched_install(int worker, const weft_sched_ops_t *ops, void *arg)
 	wf_park(&pk);
 	return r.result;
 }
+
+/* ---- fork -------------------------------------------------------------- */
+
+void wf_policy_fork(int phase)
+{
+	wf_spin_fork(&register_lock, phase);
+	if (phase == WF_FORK_CHILD) {
+		/* The queues the built-in tables share between workers. */
+		wf_mpfifo_forked(&wf_steal_shared);
+		wf_share_forked();
+	}
+}
+
+/* In the child of a fork (runtime/fork.c): w's scheduler state held the
+ * ULTs that are gone, and a kernel thread that is gone may have been
+ * changing it or stealing from it. It is left as it is - not even its fini
+ * runs, which could follow its links - and a fresh state of the same table
+ * takes its place (init's argument is NULL, as at start). An install asked
+ * for by a thread that is gone is dropped. */
+int wf_sched_forked(wf_worker_t *w)
+{
+	atomic_store_explicit(&w->sched_req, NULL, memory_order_relaxed);
+	atomic_store_explicit(&w->scan_seq, 0, memory_order_relaxed);
+	const weft_sched_ops_t *ops = w->sched_ops;
+	w->sched_block = NULL;
+	return wf_sched_start(w, ops);
+}

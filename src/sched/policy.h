@@ -44,6 +44,13 @@ WF_HIDDEN int wf_sched_start(wf_worker_t *w, const weft_sched_ops_t *ops);
 WF_HIDDEN void wf_sched_domains_changed(void);
 /* Drop w's scheduler (its queue is empty); after its kernel thread ended. */
 WF_HIDDEN void wf_sched_stop(wf_worker_t *w);
+/* Around a fork (enum wf_fork_phase): the registered tables' lock; in
+ * the child also the queues the built-in tables share. wf_sched_forked: in
+ * the child, w gets a fresh state of the table it ran (0 or ENOMEM). */
+WF_HIDDEN void wf_policy_fork(int phase);
+WF_HIDDEN int wf_sched_forked(wf_worker_t *w);
+/* share.c's central queue, emptied in the child of a fork. */
+WF_HIDDEN void wf_share_forked(void);
 /* Make worker `worker` run ops (checked) from now on; from any thread.
  * 0, ENOMEM, ESRCH (the runtime stopped first) or init's error. */
 WF_HIDDEN int wf_sched_install(int worker, const weft_sched_ops_t *ops, void *arg);

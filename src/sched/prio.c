@@ -70,6 +70,11 @@ void wf_prio_unlock(void)
 	wf_spin_unlock(&prio_lock);
 }
 
+void wf_prio_fork(int phase)
+{
+	wf_spin_fork(&prio_lock, phase);
+}
+
 int wf_prio_check(int policy, int prio)
 {
 	switch (policy) {

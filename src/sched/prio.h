@@ -42,6 +42,8 @@ WF_HIDDEN int wf_prio_set(wf_ult_t *u, int policy, int prio);
  * few instructions; a wait queue's bucket lock may be taken inside it. */
 WF_HIDDEN void wf_prio_lock(void);
 WF_HIDDEN void wf_prio_unlock(void);
+/* Around a fork (enum wf_fork_phase): the lock above. */
+WF_HIDDEN void wf_prio_fork(int phase);
 /* Set u's boost - the rank a mutex it holds lends it (0: none) - and so
  * its effective rank, max(own, boost). Under wf_prio_lock. */
 WF_HIDDEN void wf_prio_set_boost(wf_ult_t *u, int boost);

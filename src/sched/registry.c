@@ -165,3 +165,8 @@ void wf_registry_sweep(void (*fn)(wf_ult_t *u))
 		}
 	}
 }
+
+void wf_registry_fork(int phase)
+{
+	wf_spin_fork(&free_lock, phase);
+}

@@ -26,5 +26,7 @@ WF_HIDDEN wf_ult_t *wf_registry_at(uint32_t slot);
 WF_HIDDEN void wf_registry_drain(wf_registry_cache_t *cache);
 /* Call fn on every registered ULT (weft_shutdown, nothing running). */
 WF_HIDDEN void wf_registry_sweep(void (*fn)(wf_ult_t *u));
+/* Around a fork (enum wf_fork_phase): the free list's lock. */
+WF_HIDDEN void wf_registry_fork(int phase);
 
 #endif

@@ -39,3 +39,10 @@ wf_ult_t *wf_mpfifo_take_all(wf_mpfifo_t *f)
 	wf_spin_unlock(&f->lock);
 	return u;
 }
+
+void wf_mpfifo_forked(wf_mpfifo_t *f)
+{
+	wf_spin_unlock(&f->lock);
+	f->q.head = f->q.tail = NULL;
+	atomic_store_explicit(&f->n, 0, memory_order_relaxed);
+}

@@ -331,6 +331,8 @@ WF_HIDDEN void wf_mpfifo_put(wf_mpfifo_t *f, wf_ult_t *u);
 WF_HIDDEN wf_ult_t *wf_mpfifo_get(wf_mpfifo_t *f);
 /* Take everything queued at once: the first ULT, linked through next. */
 WF_HIDDEN wf_ult_t *wf_mpfifo_take_all(wf_mpfifo_t *f);
+/* In the child of a fork: empty, whatever the threads that are gone left. */
+WF_HIDDEN void wf_mpfifo_forked(wf_mpfifo_t *f);
 static inline int wf_mpfifo_empty(const wf_mpfifo_t *f)
 {
 	return atomic_load_explicit(&f->n, memory_order_relaxed) == 0;
@@ -351,6 +353,9 @@ WF_HIDDEN void wf_workers_free(void);
  * looks for work, unless a worker is spinning already. */
 WF_HIDDEN void wf_wake_one_idle(const weft_sched_ops_t *domain);
 WF_HIDDEN void wf_wake_worker(wf_worker_t *t);
+/* In the child of a fork made by the ULT running on kept: empty every
+ * worker, start the others' loops afresh (runtime/fork.c). */
+WF_HIDDEN void wf_workers_forked(wf_worker_t *kept);
 
 /* Descriptors (ult.c). */
 /* Make a ULT that runs fn(arg) with attributes attr (NULL: defaults;
@@ -362,6 +367,9 @@ WF_HIDDEN int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *a
 /* The descriptor of a ULT that runs on the calling kernel thread's own stack
  * (the root ULT), RUNNING and registered; or NULL (ENOMEM, EAGAIN in *e). */
 WF_HIDDEN wf_ult_t *wf_ult_for_thread(int *e);
+/* In the child of a fork made by kept: every other ULT is gone - ids and
+ * stacks given back - and kept's ties to them cut (runtime/fork.c). */
+WF_HIDDEN void wf_ults_forked(wf_ult_t *kept);
 /* Give back an EXITED ULT's id and stack. w: the caller's worker, or NULL. */
 static inline void wf_ult_free(wf_worker_t *w, wf_ult_t *u)
 {

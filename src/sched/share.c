@@ -7,6 +7,7 @@
  * ULTs bound to a worker stay in a FIFO of that worker's own; a worker
  * alternates between it and the central queue so neither starves.
  */
+#include "sched/policy.h"
 #include "sched/sched.h"
 
 typedef struct {
@@ -15,6 +16,11 @@ typedef struct {
 } share_t;
 
 static wf_mpfifo_t central;
+
+void wf_share_forked(void)
+{
+	wf_mpfifo_forked(&central);
+}
 
 static int share_put(void *state, weft_sched_node_t *n, int why)
 {

@@ -87,6 +87,14 @@ void wf_timers_init(wf_timers_t *h)
 	atomic_store_explicit(&h->next, UINT64_MAX, memory_order_relaxed);
 }
 
+void wf_timers_forked(wf_timers_t *h)
+{
+	/* The timers were the gone ULTs' (their waits were on their stacks). */
+	wf_spin_unlock(&h->lock);
+	h->n = 0;
+	atomic_store_explicit(&h->next, UINT64_MAX, memory_order_relaxed);
+}
+
 void wf_timers_fini(wf_timers_t *h)
 {
 	free(h->v);

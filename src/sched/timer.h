@@ -38,6 +38,8 @@ struct wf_worker;
 
 WF_HIDDEN void wf_timers_init(wf_timers_t *h);
 WF_HIDDEN void wf_timers_fini(wf_timers_t *h);
+/* In the child of a fork: empty (runtime/fork.c). */
+WF_HIDDEN void wf_timers_forked(wf_timers_t *h);
 /* Arm t on heap h, the heap of the worker the caller runs on. ENOMEM if
  * the heap cannot grow. */
 WF_HIDDEN int wf_timer_add(wf_timers_t *h, wf_timer_t *t, uint64_t deadline, wf_timer_fn fire);

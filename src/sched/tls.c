@@ -416,3 +416,8 @@ void wf_tls_exiting(void)
 	if (uselocale((locale_t)0) != LC_GLOBAL_LOCALE)
 		uselocale(LC_GLOBAL_LOCALE);
 }
+
+void wf_tls_fork(int phase)
+{
+	wf_spin_fork(&g.lock, phase);
+}

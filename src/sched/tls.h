@@ -71,6 +71,8 @@ WF_HIDDEN void wf_tls_set_tid(void *tp, int tid);
 WF_HIDDEN void wf_tls_release(wf_tls_cache_t *c, void *tp);
 /* Move a worker's cache to the global pool (the worker stops). */
 WF_HIDDEN void wf_tls_cache_drain(wf_tls_cache_t *c);
+/* Around a fork (enum wf_fork_phase): the global pool's lock. */
+WF_HIDDEN void wf_tls_fork(int phase);
 /* The last acts of a thread with a block of its own, on that thread, after
  * its cleanup handlers and before its thread-specific data destructors
  * (glibc's order): C++ thread_local destructors, and the locale back to

@@ -169,6 +169,46 @@ wf_ult_t *wf_ult_for_thread(int *e)
 	return u;
 }
 
+/* ---- fork ---------------------------------------------------------------- */
+
+static wf_ult_t *fork_kept;
+
+static void forget_gone(wf_ult_t *u)
+{
+	if (u == fork_kept)
+		return;
+	/* Its thread control block stays where it is: its malloc cache may
+	 * have been half-way through a change (tls.c keeps libc's block of a
+	 * reused one), and the root's is its kernel thread's. Its
+	 * thread-specific data is left alone too, as glibc's child does. */
+	u->tp = NULL;
+	/* A descriptor's lock outlives it into the next ULT on its stack
+	 * (ult_init leaves it): a thread that was using it is gone. */
+	wf_spin_unlock(&u->wait_lock);
+	wf_registry_remove(NULL, u);
+	wf_ctx_forget(&u->ctx);
+	wf_stack_free(NULL, &u->stack);
+}
+
+void wf_ults_forked(wf_ult_t *kept)
+{
+	fork_kept = kept;
+	wf_registry_sweep(forget_gone);
+	fork_kept = NULL;
+	/* Whoever was joining it is gone; whoever it was joining is gone. */
+	uintptr_t j = atomic_load_explicit(&kept->joiner, memory_order_relaxed);
+	if (j != WF_JOIN_DETACHED)
+		atomic_store_explicit(&kept->joiner, WF_JOIN_NONE, memory_order_relaxed);
+	atomic_store_explicit(&kept->joining, NULL, memory_order_relaxed);
+	kept->join_target = NULL;
+	atomic_store_explicit(&kept->join_checking, 0, memory_order_relaxed);
+	/* A child's pending signals are empty (POSIX fork). */
+	atomic_store_explicit(&kept->sig_pending, 0, memory_order_relaxed);
+	atomic_store_explicit(&kept->sig_placed, 0, memory_order_relaxed);
+	atomic_store_explicit(&kept->sig_waiting, 0, memory_order_relaxed);
+	kept->px_blocked_on = NULL;
+}
+
 static const char *state_name(int s)
 {
 	static const char *const names[] = {"NEW", "PARKED", "RUNNING", "RUNNABLE", "EXITED"};

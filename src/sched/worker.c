@@ -270,3 +270,50 @@ void wf_workers_free(void)
 	wf_rt.workers = NULL;
 	wf_carriers_free();
 }
+
+/* ---- fork --------------------------------------------------------------- */
+
+/* In the child of a fork made by the ULT running on `kept` (runtime/fork.c
+ * has the protocol): every ULT but that one is gone, and every kernel
+ * thread but kept's carrier. The workers stay, emptied: what their queues,
+ * inboxes and timers held were the gone ULTs; the other workers' caches
+ * and schedulers may have been half-way through a change when their
+ * threads vanished, so they are dropped (their memory is left alone) and
+ * each gets a fresh scheduler of the table it ran; their loops start
+ * afresh when their new carriers come (wf_carriers_restart). kept's own
+ * caches and loop are consistent: its thread was in the fork. */
+void wf_workers_forked(wf_worker_t *kept)
+{
+	for (int i = 0; i < wf_rt.nworkers; i++) {
+		wf_worker_t *w = wf_rt.workers[i];
+		wf_mpfifo_forked(&w->inbox);
+		wf_timers_forked(&w->timers);
+		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
+		atomic_store_explicit(&w->in_poll, 0, memory_order_relaxed);
+		atomic_store_explicit(&w->sys, 0, memory_order_relaxed);
+		atomic_store_explicit(&w->sig_kick, NULL, memory_order_relaxed);
+		atomic_store_explicit(&w->preempt_n, 0, memory_order_relaxed);
+		w->created = w->exited = 0;
+		w->resched = 0;
+		if (w != kept) {
+			w->current = w->prev = NULL;
+			w->prev_action = WF_AFTER_NONE;
+			w->prev_parker = NULL;
+			w->carrier = NULL;
+			w->slots.n = 0;
+			w->stacks.n = 0;
+			w->tls.n = 0;
+			wf_ctx_forget(&w->loop_ctx);
+			wf_ctx_make(&w->loop_ctx, w->loop_stack, LOOP_STACK_SIZE, w->loop_uc,
+				    loop_entry, NULL);
+		}
+		if (wf_sched_forked(w))
+			wf_panic("fork's child: no memory for worker %d's scheduler", w->id);
+	}
+	wf_sched_domains_changed();
+	wf_mpfifo_forked(&wf_rt.global);
+	atomic_store(&wf_rt.nspinning, 0);
+	atomic_store(&wf_rt.nsleeping, 0);
+	atomic_store(&wf_rt.foreign_created, 0);
+	atomic_store(&wf_poll_waiting, 0);
+}

@@ -435,3 +435,8 @@ void wf_stack_altstack_fini(void *altstack, const stack_t *old)
 	sigaltstack(old, NULL);
 	munmap(altstack, ALTSTACK_SIZE);
 }
+
+void wf_stack_fork(int phase)
+{
+	wf_spin_fork(&global_lock, phase);
+}

@@ -95,6 +95,8 @@ WF_HIDDEN void wf_stack_free(wf_stack_cache_t *cache, wf_stack_t *s);
 WF_HIDDEN void wf_stack_cache_drain(wf_stack_cache_t *cache);
 /* Give back every cached stack and slab (no stack is in use any more). */
 WF_HIDDEN void wf_stack_global_drain(void);
+/* Around a fork (enum wf_fork_phase): the global cache's lock. */
+WF_HIDDEN void wf_stack_fork(int phase);
 
 /* The guard-page SIGSEGV handler (on per-thread signal stacks). */
 WF_HIDDEN int wf_stack_signals_init(const wf_stack_hooks_t *hooks);

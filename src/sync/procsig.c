@@ -339,9 +339,10 @@ again:
 
 /* The monitor's task, after every wake: catch what no running ULT may
  * take, give out what is held if asked. */
+static uint64_t open_set; /* what the monitor leaves unblocked */
+
 static void task(int asked)
 {
-	static uint64_t open_set; /* what the monitor leaves unblocked */
 	catching = 1;
 	uint64_t open = atomic_load_explicit(&trampolined, memory_order_relaxed) & ~wf_kmask_idle();
 	if (open != open_set) {
@@ -357,4 +358,20 @@ static void task(int asked)
 void wf_procsig_start(void)
 {
 	wf_monitor_task = task;
+}
+
+void wf_procsig_fork(int phase)
+{
+	wf_spin_fork(&act_lock, phase);
+	if (phase != WF_FORK_CHILD)
+		return;
+	/* The child's monitor is a new thread, blocking everything; a kernel
+	 * thread that was keeping a signal's information is gone. The
+	 * handlers stay the program's (the kernel keeps the trampoline). */
+	open_set = 0;
+	for (int sig = 1; sig < 65; sig++) {
+		unsigned q = atomic_load_explicit(&acts[sig].info_seq, memory_order_relaxed);
+		if (q & 1)
+			atomic_store_explicit(&acts[sig].info_seq, q + 1, memory_order_relaxed);
+	}
 }

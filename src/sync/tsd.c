@@ -317,3 +317,18 @@ static void foreign_exit(void *arg)
 	if (foreign_tsd == arg)
 		wf_tsd_exit(&foreign_tsd);
 }
+
+void wf_tsd_fork(int phase, const wf_worker_t *kept)
+{
+	wf_spin_fork(&keys_lock, phase);
+	if (phase != WF_FORK_CHILD)
+		return;
+	/* The other workers' caches (all, if kept is NULL) may have been
+	 * half-way through a change (each is its worker's alone): dropped,
+	 * their tables left alone. */
+	for (int i = 0; i < ncaches; i++)
+		if (!kept || i != kept->id) {
+			caches[i].head = NULL;
+			caches[i].n = 0;
+		}
+}

@@ -60,6 +60,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 #include "sched/prio.h"
 #include "sync/wait.h"
@@ -441,6 +442,14 @@ void wf_wait_cancel(wf_ult_t *u)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */
 	else
 		wf_join_cancel(u); /* or blocked in weft_join (src/sched/join.c) */
+}
+
+void wf_wait_forked(void)
+{
+	/* Every waiter was a ULT or thread that is gone, its record on its
+	 * stack. An object whose word still says it has waiters finds none
+	 * when it wakes them, as after a wake that came first. */
+	memset(buckets, 0, sizeof buckets);
 }
 
 static __thread char foreign_key_anchor;

@@ -121,6 +121,13 @@ WF_HIDDEN _Noreturn void wf_exit(void *ret);
 /* Start and stop the layer with the runtime (tsd.c: per-worker caches). */
 WF_HIDDEN void wf_sync_start(int nworkers);
 WF_HIDDEN void wf_sync_stop(void);
+/* Around a fork (runtime/fork.c; enum wf_fork_phase): the locks of the
+ * key table and of the signal actions; in the child, the wait queues,
+ * whose waiters are gone, are emptied (wf_wait_forked), and so are the
+ * caches of the workers other than kept. */
+WF_HIDDEN void wf_tsd_fork(int phase, const wf_worker_t *kept);
+WF_HIDDEN void wf_procsig_fork(int phase);
+WF_HIDDEN void wf_wait_forked(void);
 /* Jump into the newest glibc-style cleanup frame of u (no return): set by
  * the POSIX layer (src/posix/unwind.c) when it registers a frame. */
 WF_HIDDEN extern void (*wf_unwind_hook)(wf_ult_t *u);

@@ -117,6 +117,21 @@ static inline void wf_spin_unlock(wf_spinlock_t *l)
 	atomic_store_explicit(&l->locked, 0, memory_order_release);
 }
 
+/* The three moments of a fork (runtime/fork.c has the protocol): before
+ * it, in the parent; after it, in the parent; after it, in the child. A
+ * spinlock guarding state the child keeps is taken before and given back
+ * on both sides, so that the child never finds it held by a thread it did
+ * not inherit. */
+enum wf_fork_phase { WF_FORK_PREPARE, WF_FORK_PARENT, WF_FORK_CHILD };
+
+static inline void wf_spin_fork(wf_spinlock_t *l, int phase)
+{
+	if (phase == WF_FORK_PREPARE)
+		wf_spin_lock(l);
+	else
+		wf_spin_unlock(l);
+}
+
 /* xorshift64*: cheap per-worker randomness for victim selection. */
 static inline uint64_t wf_rand(uint64_t *state)
 {

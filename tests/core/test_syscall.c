@@ -1186,12 +1186,15 @@ static void test_weft_calls_inside_a_section_act_as_a_foreign_thread(void **stat
 
 /* ---- fork ------------------------------------------------------------------------ */
 
-/* A child forked by a ULT while the runtime runs has one kernel thread and
- * none of the workers, carriers or the monitor: it goes on as a plain
- * thread (runtime/init.c, forked_child). What a shell's subshell does -
- * block in read, lock, sleep, exit through atexit - works; a new ULT
- * cannot be made. The parent is unaffected. */
+/* A child forked by a ULT while the runtime runs keeps that ULT - same id,
+ * same stack - and gets the runtime back around it (runtime/fork.c): it
+ * creates ULTs that run on every worker, hands a worker over from a
+ * blocked read, sleeps, and exits through atexit. The parent is
+ * unaffected. */
 static int fork_pipe[2];
+static weft_mutex_t fork_m = WEFT_MUTEX_INITIALIZER;
+static long fork_count;
+static atomic_int fork_seen[8];
 
 static void child_atexit(void)
 {
@@ -1200,25 +1203,64 @@ static void child_atexit(void)
 		_exit(3);
 }
 
+static void *count_up(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000; i++) {
+		weft_mutex_lock(&fork_m);
+		fork_count++;
+		weft_mutex_unlock(&fork_m);
+		if (i % 100 == 0) {
+			atomic_store(&fork_seen[weft_worker_id()], 1);
+			weft_yield();
+		}
+	}
+	return NULL;
+}
+
+/* In the child: threads again, on every worker. Returns 0 or a status. */
+static int child_uses_threads(weft_t forker)
+{
+	if (weft_self() != forker)
+		return 10;
+	fork_count = 0;
+	/* Each bound to a worker in turn: one whose kernel thread did not
+	 * come back would never run its share (the join would hang). */
+	weft_t t[16];
+	for (int i = 0; i < 16; i++) {
+		weft_attr_t a;
+		if (weft_attr_init(&a) || weft_attr_setworker(&a, i % weft_num_workers()) ||
+		    weft_create(&t[i], &a, count_up, NULL))
+			return 11;
+		weft_attr_destroy(&a);
+	}
+	for (int i = 0; i < 16; i++)
+		if (weft_join(t[i], NULL))
+			return 12;
+	if (fork_count != 16000)
+		return 13;
+	for (int i = 0; i < weft_num_workers(); i++)
+		if (!atomic_load(&fork_seen[i]))
+			return 14;
+	/* A blocked read hands the worker over (a new monitor runs). */
+	weft_syscall_t sec;
+	char c;
+	if (section_read(fork_pipe[0], &c, 1, &sec) != 1 || c != 'g')
+		return 15;
+	weft_sleep_ns(1 * MS);
+	return 0;
+}
+
 static void *forking_ult(void *arg)
 {
 	(void)arg;
+	weft_t me = weft_self();
+	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (weft_self() != WEFT_NULL)
-			_exit(10);
-		weft_t t;
-		if (weft_create(&t, NULL, return_arg, NULL) != EAGAIN)
-			_exit(11);
-		weft_mutex_t m = WEFT_MUTEX_INITIALIZER;
-		if (weft_mutex_lock(&m) || weft_mutex_unlock(&m))
-			_exit(12);
-		if (weft_syscall_begin() != NULL)
-			_exit(13);
-		char c;
-		if (read(fork_pipe[0], &c, 1) != 1 || c != 'g') /* the parent writes later */
-			_exit(14);
-		weft_sleep_ns(1 * MS);
+		int e = child_uses_threads(me);
+		if (e)
+			_exit(e);
 		atexit(child_atexit);
 		exit(0);
 	}
@@ -1231,18 +1273,109 @@ static void *forking_ult(void *arg)
 	return NULL;
 }
 
-static void test_fork_child_goes_on_as_a_plain_thread(void **state)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/* The sanitizers' allocators and leak check are not fork-safe with other
+ * threads running: the child can deadlock in them or report the parent's
+ * memory as leaked. */
+#define SKIP_IF_SANITIZED() \
+	wt_skip("the sanitizers' runtimes are not fork-safe with threads running")
+#else
+#define SKIP_IF_SANITIZED() (void)0
+#endif
+
+static void test_fork_child_runs_threads_again(void **state)
 {
 	(void)state;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	/* The sanitizers' allocators and leak check are not fork-safe with
-	 * other threads running: the child can deadlock in them or report
-	 * the parent's memory as leaked. */
-	wt_skip("the sanitizers' runtimes are not fork-safe with threads running");
-#endif
+	SKIP_IF_SANITIZED();
 	init_with(2, 0, 0);
 	make_pipe(fork_pipe);
 	wt_join(wt_spawn(NULL, forking_ult, NULL));
+	close_pipe(fork_pipe);
+	WT_OK(weft_shutdown());
+}
+
+/* A thread weft does not run forks while the runtime runs: its child has
+ * no workers and goes on as a plain thread (runtime/fork.c) - weft's calls
+ * take the foreign-thread path, a new ULT cannot be made. */
+static void *foreign_forks(void *arg)
+{
+	(void)arg;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (weft_self() != WEFT_NULL)
+			_exit(10);
+		weft_t t;
+		if (weft_create(&t, NULL, return_arg, NULL) != EAGAIN)
+			_exit(11);
+		weft_mutex_t m = WEFT_MUTEX_INITIALIZER;
+		if (weft_mutex_lock(&m) || weft_mutex_unlock(&m))
+			_exit(12);
+		if (weft_syscall_begin() != NULL)
+			_exit(13);
+		weft_sleep_ns(1 * MS);
+		exit(0);
+	}
+	int st = -1;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return (void *)1;
+	return (void *)(intptr_t)st;
+}
+
+static void test_fork_from_a_foreign_thread_leaves_a_plain_child(void **state)
+{
+	(void)state;
+	SKIP_IF_SANITIZED();
+	init_with(2, 0, 0);
+	pthread_t t;
+	void *st;
+	WT_OK(pthread_create(&t, NULL, foreign_forks, NULL));
+	WT_OK(pthread_join(t, &st));
+	WT_TRUE(WIFEXITED((int)(intptr_t)st) && WEXITSTATUS((int)(intptr_t)st) == 0,
+		"child status %#x", (int)(intptr_t)st);
+	WT_OK(weft_shutdown());
+}
+
+/* The root ULT forks while other ULTs run: in the child it is still the
+ * root, and stops the runtime as it would in the parent. */
+static atomic_int spin_stop;
+
+static void *spin_until_stopped(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&spin_stop))
+		weft_yield();
+	return NULL;
+}
+
+static void test_fork_from_the_root_and_shutdown_in_the_child(void **state)
+{
+	(void)state;
+	SKIP_IF_SANITIZED();
+	init_with(2, 0, 0);
+	make_pipe(fork_pipe);
+	atomic_store(&spin_stop, 0);
+	weft_t spinners[3];
+	for (int i = 0; i < 3; i++)
+		spinners[i] = wt_spawn(NULL, spin_until_stopped, NULL);
+	weft_t me = weft_self();
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int e = child_uses_threads(me);
+		if (e)
+			_exit(e);
+		/* The spinners are gone: nothing is left to wait for. */
+		_exit(weft_shutdown() == 0 && weft_self() == WEFT_NULL ? 0 : 20);
+	}
+	WT_TRUE(pid > 0, "fork: %s", strerror(errno));
+	write_all(fork_pipe[1], "g", 1);
+	int st;
+	WT_EQ(waitpid(pid, &st, 0), pid);
+	WT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	atomic_store(&spin_stop, 1);
+	for (int i = 0; i < 3; i++)
+		wt_join(spinners[i]);
 	close_pipe(fork_pipe);
 	WT_OK(weft_shutdown());
 }
@@ -1268,7 +1401,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_negative_spares_hands_nothing_over),
 		cmocka_unit_test(test_spares_caps_the_kernel_threads),
 		cmocka_unit_test(test_weft_calls_inside_a_section_act_as_a_foreign_thread),
-		cmocka_unit_test(test_fork_child_goes_on_as_a_plain_thread),
+		cmocka_unit_test(test_fork_child_runs_threads_again),
+		cmocka_unit_test(test_fork_from_the_root_and_shutdown_in_the_child),
+		cmocka_unit_test(test_fork_from_a_foreign_thread_leaves_a_plain_child),
 	};
 	return WT_RUN(argc, argv, tests);
 }

@@ -10,9 +10,7 @@
  * a test whose name ends in _may_fail, so weft knows it matches glibc there
  * by choice, not by obligation.
  *
- * In the weft modes the runtime starts its worker threads in a constructor,
- * before main. Forking a process that has other threads running is not safe,
- * so unlike tests/core this harness never forks: every test of an executable
+ * The harness never forks (a test may): every test of an executable
  * runs in the one process, one after the other, through cmocka's
  * cmocka_run_group_tests. CMOCKA_TEST_ABORT=1 makes a failed assertion print
  * its message and abort the whole process, which is what makes cmocka's
@@ -29,13 +27,10 @@
  *   The pattern selects tests by name (cmocka_set_test_filter: '*' and '?'
  *   are wildcards).
  * Environment: PX_TEST_TIMEOUT  per-test watchdog in seconds (default 60).
- *              PX_SKIP_FORK     if set, tests that call fork() skip themselves
  *              PX_WEFT          set when the tests run on weft (header and
  *                               preload modes): px_weft() lets a test leave
  *                               out a check that a documented weft limit
- *                               rules out (docs/posix-coverage.md)
- *                               (for the weft modes, where the process is never
- *                               single-threaded).
+ *                               rules out (docs/posix-coverage.md).
  */
 #ifndef WEFT_TESTS_POSIX_PTEST_H
 #define WEFT_TESTS_POSIX_PTEST_H

@@ -2,11 +2,8 @@
  * trip, per thread, inherited by new threads), pthread_kill (signal 0, a
  * handler that runs in the target thread, a blocked signal pending until
  * unblocked, sigwait), raise, errno per thread, pthread_get/setconcurrency,
- * and pthread_atfork with one fork from a single-threaded state.
- *
- * The fork test skips itself when PX_SKIP_FORK is set: in the weft modes the
- * runtime's workers make the process multi-threaded before main, and then a
- * fork is not the single-threaded fork this test is about. */
+ * and pthread_atfork with one fork (in the weft modes the runtime's workers
+ * run: the child gets them back, runtime/fork.c). */
 #include "ptest.h"
 
 #include <signal.h>
@@ -315,14 +312,10 @@ static void child2(void)
 }
 
 /* pthread_atfork: prepare handlers run in reverse order of registration,
- * parent and child handlers in order. ONE fork, from a single-threaded
- * state; skipped with PX_SKIP_FORK (the weft modes). */
+ * parent and child handlers in order. */
 static void test_atfork_single_fork(void **state)
 {
 	PX_OK(pthread_atfork(NULL, NULL, NULL));
-	if (getenv("PX_SKIP_FORK"))
-		PX_SKIP("PX_SKIP_FORK is set: this test forks, which needs a single-threaded "
-			"process");
 	PX_OK(pthread_atfork(prepare1, parent1, child1));
 	PX_OK(pthread_atfork(prepare2, parent2, child2));
 	memset(fork_seq, 0, sizeof fork_seq);
