@@ -40,7 +40,11 @@
  *   - emptied: wait queues, timers, run queues and inboxes; the other
  *     workers' caches; each scheduler's state (a fresh one of the same
  *     table); the I/O poller, whose kernel instance the parent shares (I/O
- *     waits in the child are the kernel's, in system call sections);
+ *     waits in the child are the kernel's, in system call sections).
+ *     Tracing stops: the trace is the parent's;
+ *   - u's block gets the child's kernel thread id as its thread id (it
+ *     had its registry slot's, which u keeps in the parent: a process-
+ *     shared recursive mutex would take the one for the other);
  *   - K becomes the first carrier; the other workers get new kernel
  *     threads and the monitor a new one - last, with K's block installed,
  *     so glibc marks it as a block of a process with threads.
@@ -70,6 +74,7 @@
 #include "sched/policy.h"
 #include "sched/prio.h"
 #include "sync/wait.h"
+#include "trace/trace.h"
 #include "util/sys.h"
 
 static struct {
@@ -143,6 +148,7 @@ static void child(void)
 	if (!fk.running)
 		return;
 	locks(WF_FORK_CHILD);
+	wf_trace_forked();
 	wf_worker_t *w = fk.w;
 	wf_ult_t *u = fk.u;
 	if (!u) {

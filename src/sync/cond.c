@@ -3,9 +3,17 @@
  * seq counts signals and broadcasts. A waiter reads seq while it holds the
  * mutex, releases the mutex and waits while seq is unchanged; a signal bumps
  * seq and wakes one waiter, so a signal between the release and the wait is
- * not lost (the wait sees seq changed and returns). waiters counts threads
- * between entering a wait and having the mutex back: signal and broadcast
- * skip the wake when it is zero, and destroy reports EBUSY when it is not.
+ * not lost (the wait sees seq changed and returns). waiters counts the
+ * threads blocked on the condition variable: a waiter adds itself before it
+ * releases the mutex, and whoever ends its wait takes it off - signal and
+ * broadcast for the ones they wake or move (wf_wake and wf_requeue say how
+ * many; the wait queue's lock decides each waiter's fate once), the waiter
+ * itself when it leaves on its own (a timeout, a cancellation, a signal's
+ * interruption, seq moved before it slept). So signal and broadcast skip
+ * the wake when it is zero, destroy reports EBUSY only while a thread is
+ * still blocked (POSIX: a condition variable may be destroyed once a
+ * broadcast woke every waiter, before they have the mutex back), and a
+ * woken waiter does not touch the condition variable again.
  *
  * Broadcast does not wake everybody: it wakes one waiter and moves the rest
  * onto the mutex's wait queue (wf_requeue). A waiter that the requeue moved,
@@ -97,8 +105,9 @@ static int cond_wait(weft_cond_t *c, weft_mutex_t *m, clockid_t clock,
 	int requeued;
 	rc = wf_wait_requeued(&c->seq, seq, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_COND),
 			      &requeued);
+	if (rc && !requeued)
+		WF_SUB(&c->waiters, 1); /* it left on its own; else its waker counted it */
 	wf_mutex_relock(m, depth, requeued);
-	WF_SUB(&c->waiters, 1);
 	if (rc == ECANCELED)
 		wf_cancel_act(); /* with the mutex held, as POSIX requires */
 	/* EAGAIN: seq moved before we slept - a signal for us. A requeued
@@ -131,8 +140,11 @@ int weft_cond_signal(weft_cond_t *c)
 	if (!c)
 		return EINVAL;
 	WF_ADD(&c->seq, 1);
-	if (WF_LOAD(&c->waiters))
-		wf_wake(&c->seq, 1);
+	if (WF_LOAD(&c->waiters)) {
+		int n = wf_wake(&c->seq, 1);
+		if (n)
+			WF_SUB(&c->waiters, (uint32_t)n);
+	}
 	return 0;
 }
 
@@ -144,9 +156,8 @@ int weft_cond_broadcast(weft_cond_t *c)
 	if (!WF_LOAD(&c->waiters))
 		return 0;
 	weft_mutex_t *m = __atomic_load_n(&c->mutex, __ATOMIC_RELAXED);
-	if (m)
-		wf_requeue(&c->seq, 1, &m->state, INT_MAX);
-	else
-		wf_wake(&c->seq, INT_MAX);
+	int n = m ? wf_requeue(&c->seq, 1, &m->state, INT_MAX) : wf_wake(&c->seq, INT_MAX);
+	if (n)
+		WF_SUB(&c->waiters, (uint32_t)n);
 	return 0;
 }

@@ -401,7 +401,7 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 	unpark_chain(chain);
 	if (woken)
 		wf_resched_point();
-	return woken;
+	return woken + moved;
 }
 
 void wf_wait_interrupt(wf_ult_t *u)

@@ -49,7 +49,7 @@ WF_HIDDEN int wf_wake(const void *addr, int n);
 WF_HIDDEN int wf_wake_noresched(const void *addr, int n);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
  * in wf_wake's order (cond broadcast without a stampede). Returns how many
- * woke. */
+ * it took off from: woken and moved. */
 WF_HIDDEN int wf_requeue(const void *from, int nwake, const void *to, int nmove);
 /* The rank of the highest-priority waiter on addr, or -1 if none waits. */
 WF_HIDDEN int wf_wait_top_rank(const void *addr);

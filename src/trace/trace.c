@@ -422,6 +422,12 @@ fail:
 	return e;
 }
 
+void wf_trace_forked(void)
+{
+	/* No flusher came along, and the trace is the parent's. */
+	__atomic_store_n(&wf_trace_on, 0, __ATOMIC_RELEASE);
+}
+
 void wf_trace_stop(int all_stopped)
 {
 	if (!__atomic_load_n(&wf_trace_on, __ATOMIC_ACQUIRE))

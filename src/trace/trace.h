@@ -82,6 +82,9 @@ WF_HIDDEN void wf_trace_running(int worker, wf_ult_t *u);
  * have stopped (weft_shutdown); otherwise (exit() with workers running)
  * records written while it stops may be lost. Called once per start. */
 WF_HIDDEN void wf_trace_stop(int all_stopped);
+/* In the child of a fork: no tracing (no flusher came along; the trace
+ * is the parent's). */
+WF_HIDDEN void wf_trace_forked(void);
 
 /* Slow paths (trace.c). */
 WF_HIDDEN wf_trace_ev_t *wf_trace_refill(wf_trace_stream_t *s);

@@ -150,6 +150,31 @@ static void test_broadcast_wakes_all(void **state)
 	PX_OK(pthread_mutex_destroy(&g.m));
 }
 
+/* POSIX: a condition variable on which no thread is blocked may be
+ * destroyed - also right after a broadcast that woke every waiter, before
+ * they have the mutex back (its rationale's example destroys it there). */
+static void test_destroy_after_broadcast(void **state)
+{
+	struct gate g = {.generation = 0};
+	init_errorcheck(&g.m);
+	pthread_t t[N_BCAST];
+	for (int round = 0; round < 20; round++) {
+		PX_OK(pthread_cond_init(&g.c, NULL));
+		for (int i = 0; i < N_BCAST; i++)
+			t[i] = px_start(NULL, wait_for_next_generation, &g);
+		PX_WAIT(gate_waiting(&g) == N_BCAST, 10);
+		PX_OK(pthread_mutex_lock(&g.m));
+		g.generation++;
+		PX_OK(pthread_cond_broadcast(&g.c));
+		PX_OK(pthread_cond_destroy(&g.c)); /* they wait for the mutex now */
+		PX_OK(pthread_mutex_unlock(&g.m));
+		for (int i = 0; i < N_BCAST; i++)
+			px_join(t[i]);
+		PX_EQ(g.waiting, 0);
+	}
+	PX_OK(pthread_mutex_destroy(&g.m));
+}
+
 /* Signal and broadcast with nobody waiting are harmless; so is a static
  * initializer. */
 static void test_no_waiters(void **state)
@@ -552,6 +577,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		PX_TEST(test_signal_wakes_a_waiter),
 		PX_TEST(test_broadcast_wakes_all),
+		PX_TEST(test_destroy_after_broadcast),
 		PX_TEST(test_no_waiters),
 		PX_TEST(test_timedwait_realtime),
 		PX_TEST(test_timedwait_monotonic),
