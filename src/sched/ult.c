@@ -187,6 +187,7 @@ static void forget_gone(wf_ult_t *u)
 	wf_spin_unlock(&u->wait_lock);
 	wf_registry_remove(NULL, u);
 	wf_ctx_forget(&u->ctx);
+	wf_stack_abandoned(&u->stack);
 	wf_stack_free(NULL, &u->stack);
 }
 

@@ -304,6 +304,10 @@ void wf_workers_forked(wf_worker_t *kept)
 			w->stacks.n = 0;
 			w->tls.n = 0;
 			wf_ctx_forget(&w->loop_ctx);
+#if WF_ASAN
+			/* Its old loop's frames were never unwound. */
+			__asan_unpoison_memory_region(w->loop_stack, LOOP_STACK_SIZE);
+#endif
 			wf_ctx_make(&w->loop_ctx, w->loop_stack, LOOP_STACK_SIZE, w->loop_uc,
 				    loop_entry, NULL);
 		}

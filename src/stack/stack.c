@@ -280,6 +280,18 @@ static void release_global(wf_stack_t *s)
 	wf_spin_unlock(&global_lock);
 }
 
+void wf_stack_abandoned(const wf_stack_t *s)
+{
+#if WF_ASAN
+	if (s->kind == WF_STACK_USER)
+		__asan_unpoison_memory_region(s->lo, s->size);
+	else if (s->kind != WF_STACK_THREAD)
+		__asan_unpoison_memory_region(s->map_base, s->map_size);
+#else
+	(void)s;
+#endif
+}
+
 void wf_stack_free(wf_stack_cache_t *c, wf_stack_t *s)
 {
 	switch (s->kind) {

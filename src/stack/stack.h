@@ -95,6 +95,9 @@ WF_HIDDEN void wf_stack_free(wf_stack_cache_t *cache, wf_stack_t *s);
 WF_HIDDEN void wf_stack_cache_drain(wf_stack_cache_t *cache);
 /* Give back every cached stack and slab (no stack is in use any more). */
 WF_HIDDEN void wf_stack_global_drain(void);
+/* s's frames were never unwound (its thread vanished: the child of a
+ * fork): forget their sanitizer redzones before the stack is freed. */
+WF_HIDDEN void wf_stack_abandoned(const wf_stack_t *s);
 /* Around a fork (enum wf_fork_phase): the global cache's lock. */
 WF_HIDDEN void wf_stack_fork(int phase);
 

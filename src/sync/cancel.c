@@ -156,7 +156,13 @@ void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 {
 	/* Signals sent to it before it ends are its own to take (one sent
 	 * to the process and given to it would otherwise go back to the
-	 * process after it is gone, sync/procsig.c). */
+	 * process after it is gone, sync/procsig.c) - and so are those held
+	 * for the process that it does not block: the kernel would have
+	 * picked this thread, alive when they came, and the others may all
+	 * block them (a thread that waits for its own handler's sem_post). */
+	uint64_t held = atomic_load_explicit(&wf_proc_pending, memory_order_relaxed);
+	if (unlikely(held))
+		wf_proc_claim(u, ~atomic_load_explicit(&u->sig_mask, memory_order_relaxed));
 	if (unlikely(atomic_load_explicit(&u->sig_pending, memory_order_acquire)))
 		wf_sig_deliver(u);
 	/* Frames pushed by glibc's macros (POSIX layer) first: each runs its
