@@ -140,10 +140,19 @@ WF_PX_API int WF_PX(kill)(pid_t pid, int sig)
 	int r = WF_SYS(kill)(pid, sig);
 	wf_ult_t *self = wf_self();
 	if (self) {
+		/* The kernel gives it to the sender first, at the call's return
+		 * inside the C library, where weft holds it for the process
+		 * (sync/procsig.c): take it - or, if the monitor is giving it out
+		 * at this instant (its claim comes after wf_sig_placing is set
+		 * and fenced), let it finish: it gives it to us. */
 		uint64_t open = ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
-		if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_acquire) & open)) {
-			int e = errno;
+		if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_acquire) & open))
 			wf_proc_claim(self, open);
+		else if (unlikely(atomic_load_explicit(&wf_sig_placing, memory_order_seq_cst)))
+			wf_sig_placing_wait();
+		if (unlikely(atomic_load_explicit(&self->sig_pending, memory_order_acquire) &
+			     open)) {
+			int e = errno;
 			wf_sig_deliver(self);
 			errno = e;
 		}

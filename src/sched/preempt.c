@@ -99,8 +99,6 @@ static int nranges;
 static int installed;
 static struct sigaction old_action;
 
-static uintptr_t interrupted_pc(const ucontext_t *uc);
-
 /* Is pc in an object where a yield is not safe? */
 static int unsafe_pc(uintptr_t pc)
 {
@@ -108,11 +106,6 @@ static int unsafe_pc(uintptr_t pc)
 		if (pc >= ranges[i].lo && pc < ranges[i].hi)
 			return 1;
 	return 0;
-}
-
-int wf_preempt_unsafe_at(const void *ucv)
-{
-	return nranges > 0 && unsafe_pc(interrupted_pc(ucv));
 }
 
 static int excluded(const char *name)

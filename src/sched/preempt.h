@@ -29,12 +29,6 @@ WF_HIDDEN wf_worker_t *wf_preempt_yield(wf_worker_t *w, wf_ult_t *u);
  * Called by the handler where a yield is safe. */
 WF_HIDDEN extern void (*wf_preempt_hook)(wf_ult_t *u);
 
-/* Did a signal (its handler's ucontext argument) interrupt an instruction
- * where a yield would not be safe - in weft, the C library, the loader,
- * the C++ runtime or the vDSO? Known while preemption is on; 0 otherwise.
- * Async-signal-safe. */
-WF_HIDDEN int wf_preempt_unsafe_at(const void *ucontext);
-
 /* Ask w's carrier to run the handler (the monitor, a pthread_kill to a
  * running ULT). */
 WF_HIDDEN void wf_preempt_kick(wf_worker_t *w);

@@ -22,20 +22,14 @@
  * SIG_IGN go to the kernel as they are: their effect is the process's,
  * whichever thread takes them. The trampoline:
  *   runs it here  when the kernel thread runs a ULT that does not block
- *                 the signal at an instruction where a preemption would
- *                 be safe (the common case, at no extra cost but an
- *                 indirect call and a look at the interrupted address:
- *                 a handler may call sem_post, which must not run inside
- *                 weft's own queue operations or the C library's locked
- *                 sections that it interrupted), when it runs no worker (a foreign
+ *                 the signal (the common case, at no extra cost but an
+ *                 indirect call), when it runs no worker (a foreign
  *                 thread, a ULT in a system call section: its kernel
  *                 thread is its own), and for the signals sent to this
  *                 very kernel thread: faults (SIGSEGV, SIGFPE, ... with a
  *                 kernel si_code) and tgkill's (weft's own delivery of a
  *                 signal to a ULT, sync/signal.c);
- *   holds it      otherwise (a ULT interrupted inside weft or the C
- *                 library gets it from the monitor an instant later, at a
- *                 safe instruction, as a pthread_kill's signal): its siginfo is kept, its bit set in
+ *   holds it      otherwise: its siginfo is kept, its bit set in
  *                 wf_proc_pending, and the monitor asked (a futex wake;
  *                 all of it async-signal-safe). Held, it is pending for
  *                 the process, as in the kernel: sigpending shows it, and
@@ -166,8 +160,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u = w ? __atomic_load_n(&w->current, __ATOMIC_RELAXED) : NULL;
 	if (((w && !thread_directed(sig, si) &&
-	      (!u || (atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & wf_sig_bit(sig)) ||
-	       wf_preempt_unsafe_at(uc))) ||
+	      (!u ||
+	       (atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & wf_sig_bit(sig)))) ||
 	     catching) &&
 	    hold(sig, si))
 		return;
