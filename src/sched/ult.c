@@ -203,6 +203,10 @@ void wf_ults_forked(wf_ult_t *kept)
 	atomic_store_explicit(&kept->joining, NULL, memory_order_relaxed);
 	kept->join_target = NULL;
 	atomic_store_explicit(&kept->join_checking, 0, memory_order_relaxed);
+	/* A child's CPU times start at zero (POSIX fork); its worker's
+	 * clock was restarted (wf_carriers_forked). */
+	atomic_store_explicit(&kept->cpu_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&kept->cpu_seen, 0, memory_order_relaxed);
 	/* A child's pending signals are empty (POSIX fork). */
 	atomic_store_explicit(&kept->sig_pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&kept->sig_placed, 0, memory_order_relaxed);

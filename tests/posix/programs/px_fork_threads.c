@@ -8,7 +8,7 @@
  *     odd ones) forks while holding a mutex that its pthread_atfork prepare
  *     handler locked (the child's handler unlocks it) and one with waiters;
  *   - the child checks that it runs as the same thread with the same
- *     thread-locals, that the mutexes it held unlock and relock and a
+ *     thread-locals, that its CPU time starts at zero, that the mutexes it held unlock and relock and a
  *     condition variable that gone threads waited on can be signalled, then
  *     creates threads that hand a token round a ring through mutex,
  *     condition variable and semaphore, joins them, forks a grandchild
@@ -144,6 +144,10 @@ static int child(pthread_t forker, int mark)
 	CHECK(pthread_equal(pthread_self(), forker));
 	CHECK(tv == mark);
 	CHECK(in_child == 1 && prepared == 1);
+	/* Its CPU time starts at zero (the parent's main spent 30 ms first). */
+	struct timespec cpu;
+	CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0);
+	CHECK(cpu.tv_sec == 0 && cpu.tv_nsec < 25000000);
 	/* Inherited locked by this thread: unlocks, and relocks. */
 	CHECK(pthread_mutex_unlock(&held) == 0);
 	CHECK(pthread_mutex_lock(&held) == 0);
@@ -174,6 +178,9 @@ static void round_of(int r)
 {
 	tv = 100 + r;
 	pthread_t self = pthread_self();
+	struct timespec cpu = {0, 0};
+	while (cpu.tv_sec == 0 && cpu.tv_nsec < 30000000) /* CPU time the child must not see */
+		CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0);
 	prepared = in_child = in_parent = 0;
 	CHECK(pthread_mutex_lock(&held) == 0);
 	usleep(2000); /* busy[0] waits for held now */
