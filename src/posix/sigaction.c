@@ -140,11 +140,11 @@ WF_PX_API int WF_PX(kill)(pid_t pid, int sig)
 	int r = WF_SYS(kill)(pid, sig);
 	wf_ult_t *self = wf_self();
 	if (self) {
-		/* The kernel gives it to the sender first, at the call's return
-		 * inside the C library, where weft holds it for the process
-		 * (sync/procsig.c): take it - or, if the monitor is giving it out
-		 * at this instant (its claim comes after wf_sig_placing is set
-		 * and fenced), let it finish: it gives it to us. */
+		/* A signal the caller takes that another kernel thread got
+		 * first is held for the process (sync/procsig.c): take it - or,
+		 * if the monitor is giving it out at this instant (its claim
+		 * comes after wf_sig_placing is set and fenced), let it finish:
+		 * it may be giving it to us. Then run what is ours. */
 		uint64_t open = ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
 		if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_acquire) & open))
 			wf_proc_claim(self, open);
