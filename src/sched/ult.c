@@ -185,10 +185,8 @@ static void forget_gone(wf_ult_t *u)
 	/* A descriptor's lock outlives it into the next ULT on its stack
 	 * (ult_init leaves it): a thread that was using it is gone. */
 	wf_spin_unlock(&u->wait_lock);
-	wf_registry_remove(NULL, u);
-	wf_ctx_forget(&u->ctx);
 	wf_stack_abandoned(&u->stack);
-	wf_stack_free(NULL, &u->stack);
+	wf_ult_free(NULL, u); /* no signal is being given out (wf_carriers_forked) */
 }
 
 void wf_ults_forked(wf_ult_t *kept)
