@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
+#include "sched/preempt.h"
 #include "sync/wait.h"
 
 int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -16,7 +17,9 @@ int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg
 		return e;
 	if (attr && attr->worker_ >= wf_rt.nworkers)
 		return EINVAL;
-	return wf_ult_spawn(attr, fn, arg, t);
+	e = wf_ult_spawn(attr, fn, arg, t);
+	wf_preempt_point(); /* a create loop owes its worker a slice (sched/preempt.c) */
+	return e;
 }
 
 int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -29,6 +32,12 @@ int wf_join_id(weft_t t, void **ret)
 	int e = wf_join(t, ret);
 	if (unlikely(e == ECANCELED))
 		wf_cancel_act(); /* a cancellation point; t stays joinable */
+	/* A signal sent while it waited: a join is not interrupted (the
+	 * handler runs when it ends; sync/signal.c). */
+	wf_ult_t *self = wf_self();
+	if (self && unlikely(atomic_load_explicit(&self->sig_pending, memory_order_relaxed)))
+		wf_sig_deliver(self);
+	wf_preempt_point(); /* and a join loop one (sched/preempt.c) */
 	return e;
 }
 

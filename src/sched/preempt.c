@@ -72,6 +72,20 @@
  * handler does nothing. The handler itself runs with the ULT's worker
  * consistent, since the interrupted code was not weft's.
  *
+ * Owed: a ULT that spends nearly all its time inside weft or the C
+ * library - a loop that locks and unlocks a mutex - would almost never be
+ * found at a safe instruction, and would hold its worker for good (glibc's
+ * threads are preempted by the kernel anywhere). So where the handler
+ * finds an unsafe instruction it notes the preemption as owed
+ * (w->preempt_owed, and the count wf_preempts_owed), and the ULT pays it
+ * at its next lock release or create or join (wf_preempt_point:
+ * weft_mutex_unlock, weft_rwlock_unlock, wf_create, wf_join_id), a call
+ * boundary where no internal lock is held:
+ * what is pending for it is delivered, and it gives way if the slice the
+ * monitor saw is still the one running. A worker's debt outlives the ULT
+ * that made it until some ULT of that worker passes a point; paying it
+ * then costs a look at the slice.
+ *
  * Not in sanitizer builds: their runtimes take signals at their own safe
  * points, and their per-thread state does not survive a ULT moving inside
  * a handler.
@@ -94,18 +108,25 @@ void (*wf_preempt_hook)(wf_ult_t *u);
 #define MAX_RANGES 32
 static struct {
 	uintptr_t lo, hi;
+	int weft; /* weft's own object or the vDSO */
 } ranges[MAX_RANGES];
 static int nranges;
 static int installed;
 static struct sigaction old_action;
 
-/* Is pc in an object where a yield is not safe? */
-static int unsafe_pc(uintptr_t pc)
+/* The range pc is in: 0 none, 1 an excluded object, 2 weft or the vDSO. */
+static int range_of(uintptr_t pc)
 {
 	for (int i = 0; i < nranges; i++)
 		if (pc >= ranges[i].lo && pc < ranges[i].hi)
-			return 1;
+			return 1 + ranges[i].weft;
 	return 0;
+}
+
+/* Is pc in an object where a yield is not safe? */
+static int unsafe_pc(uintptr_t pc)
+{
+	return range_of(pc) != 0;
 }
 
 static int excluded(const char *name)
@@ -141,6 +162,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
 			ranges[nranges].lo = info->dlpi_addr + ph->p_vaddr;
 			ranges[nranges].hi = ranges[nranges].lo + ph->p_memsz;
+			ranges[nranges].weft = mine;
 			nranges++;
 		}
 	}
@@ -167,6 +189,63 @@ static uintptr_t interrupted_pc(const ucontext_t *uc)
 #endif
 }
 
+/* Where the interrupted function returns to, if it is a leaf that has
+ * not touched its stack or link register yet (0: not known here). */
+static uintptr_t leaf_return(const ucontext_t *uc)
+{
+#if defined(__x86_64__)
+	const uintptr_t *sp = (const uintptr_t *)uc->uc_mcontext.gregs[REG_RSP];
+	return sp ? *sp : 0;
+#elif defined(__aarch64__)
+	return (uintptr_t)uc->uc_mcontext.regs[30];
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+int wf_interrupted_in_weft(wf_worker_t *w, const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	int r = range_of(interrupted_pc(uc));
+	if (r == 2 || (w && !is_builtin(w->sched_ops)))
+		return 1;
+	if (r != 1)
+		return 0;
+	/* In the C library: called by weft? The leaf functions weft calls
+	 * inside its critical sections (syscall, for its futex calls;
+	 * memcpy) leave the return address where leaf_return finds it. */
+	return range_of(leaf_return(uc)) == 2;
+}
+
+atomic_int wf_preempts_owed;
+
+/* From the handler: w's running ULT is at an unsafe instruction. */
+static void owe(wf_worker_t *w)
+{
+	if (!atomic_exchange_explicit(&w->preempt_owed, 1, memory_order_relaxed))
+		atomic_fetch_add_explicit(&wf_preempts_owed, 1, memory_order_relaxed);
+}
+
+void wf_preempt_pay(void)
+{
+	wf_worker_t *w = wf_worker_self();
+	wf_ult_t *u = w ? w->current : NULL;
+	if (!u || !atomic_exchange_explicit(&w->preempt_owed, 0, memory_order_relaxed))
+		return;
+	atomic_fetch_sub_explicit(&wf_preempts_owed, 1, memory_order_relaxed);
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_ONSTACK))
+		return; /* a handler on the kernel thread's signal stack */
+	if (wf_preempt_hook)
+		wf_preempt_hook(u); /* pending signals, asynchronous cancellation */
+	if (atomic_load_explicit(&w->n_switches, memory_order_relaxed) !=
+		    atomic_load_explicit(&w->preempt_n, memory_order_relaxed) ||
+	    u->sched_policy == SCHED_FIFO || u->sched_policy == SCHED_RR)
+		return; /* that slice is over; real-time ULTs are the scheduler's (tick) */
+	wf_preempt_yield(w, u);
+}
+
 static void on_preempt(int sig, siginfo_t *si, void *ucv)
 {
 	(void)sig;
@@ -176,13 +255,17 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u = w ? w->current : NULL;
 	uintptr_t pc = interrupted_pc(uc);
-	if (!u || !pc || unsafe_pc(pc))
+	if (!u || !pc)
 		goto out;
 	/* A scheduler of the program's runs its operations inside weft's
 	 * switch, in the program's code: no instruction of that worker is
 	 * known to be outside weft. */
 	if (!is_builtin(w->sched_ops))
 		goto out;
+	if (unsafe_pc(pc)) {
+		owe(w); /* paid at the ULT's next lock release */
+		goto out;
+	}
 	/* Interrupting a handler of the program's that runs on the signal
 	 * stack (SA_ONSTACK): that stack is the kernel thread's, not the
 	 * ULT's, and must not go with it. */
@@ -232,10 +315,10 @@ int wf_preempt_start(void)
 #endif
 	if (WF_ASAN || WF_TSAN)
 		wf_rt.preempt_ns = 0; /* the monitor does not watch for it either */
+	if (!nranges)
+		dl_iterate_phdr(add_object, NULL); /* wf_interrupted_in_weft's too */
 	if (wf_rt.preempt_ns <= 0 || installed)
 		return 0;
-	nranges = 0;
-	dl_iterate_phdr(add_object, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_preempt;

@@ -29,6 +29,27 @@ WF_HIDDEN wf_worker_t *wf_preempt_yield(wf_worker_t *w, wf_ult_t *u);
  * Called by the handler where a yield is safe. */
 WF_HIDDEN extern void (*wf_preempt_hook)(wf_ult_t *u);
 
+/* Did the signal whose context is uc (a ucontext_t) interrupt weft on
+ * worker w (NULL: no worker) - its own code, the vDSO, a C library
+ * function weft called, or a scheduler of the program's, whose
+ * operations run inside weft's switch? A handler that calls into weft
+ * (sem_post) must not run there (sync/procsig.c). From a signal handler;
+ * the ranges are found at start. */
+WF_HIDDEN int wf_interrupted_in_weft(wf_worker_t *w, const void *uc);
+
+/* A preemption point: a ULT that releases a lock (weft_mutex_unlock,
+ * weft_rwlock_unlock), creates or joins a thread gives way here if the preemption handler found it
+ * inside weft or the C library, where it may not (preempt.c, "Owed").
+ * One relaxed load while no worker owes one. Only from a ULT or foreign
+ * thread that holds no internal lock, outside signal handlers. */
+WF_HIDDEN extern atomic_int wf_preempts_owed;
+WF_HIDDEN void wf_preempt_pay(void);
+static inline void wf_preempt_point(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&wf_preempts_owed, memory_order_relaxed), 0))
+		wf_preempt_pay();
+}
+
 /* Ask w's carrier to run the handler (the monitor, a pthread_kill to a
  * running ULT). */
 WF_HIDDEN void wf_preempt_kick(wf_worker_t *w);

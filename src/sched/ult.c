@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	atomic_store_explicit(&u->sig_pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&u->sig_waiting, 0, memory_order_relaxed);
 	atomic_store_explicit(&u->sig_placed, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->sig_gone, 0, memory_order_relaxed);
 	u->block_reason = WF_BLOCK_NONE;
 	u->block_obj = NULL;
 	atomic_store_explicit(&u->cpu_ns, 0, memory_order_relaxed);

@@ -169,6 +169,9 @@ typedef struct wf_ult {
 	_Atomic uint64_t sig_placed;
 	/* Such a signal wf_sig_deliver raises now; owned by the ULT. */
 	int sig_now;
+	/* Past its last handler on the way out: no longer a taker of the
+	 * process's signals (wf_ult_exiting, sync/procsig.c); set by the ULT. */
+	atomic_int sig_gone;
 	/* Handlers run for it (bits or'ed by wf_sig_deliver, cleared by
 	 * whoever asks: a restartable call, SA_RESTART). */
 	uint64_t sig_ran;

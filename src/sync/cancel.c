@@ -182,6 +182,22 @@ void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 		wf_tls_exiting(); /* C++ thread_local destructors, as glibc: before these */
 	if (u->tsd)
 		wf_tsd_exit(&u->tsd);
+	/* The last look, where glibc blocks every signal in a thread that
+	 * exits: from here on the placer gives it nothing (sync/procsig.c),
+	 * and a placement under way, which may not have seen sig_gone, is
+	 * waited out (the placer's side of the fence is heavy), so that what
+	 * it gave us runs here rather than going back to the process with
+	 * perhaps no other thread to take it. */
+	atomic_store_explicit(&u->sig_gone, 1, memory_order_relaxed);
+	wf_fence_light();
+	if (unlikely(atomic_load_explicit(&wf_sig_placing, memory_order_relaxed)))
+		wf_sig_placing_wait();
+	wf_proc_exiting(u);
+	held = atomic_load_explicit(&wf_proc_pending, memory_order_relaxed);
+	if (unlikely(held))
+		wf_proc_claim(u, ~atomic_load_explicit(&u->sig_mask, memory_order_relaxed));
+	if (unlikely(atomic_load_explicit(&u->sig_pending, memory_order_acquire)))
+		wf_sig_deliver(u);
 }
 
 void wf_exit(void *ret)

@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "sched/preempt.h"
 #include "sched/prio.h"
 #include "sync/wait.h"
 #include "trace/trace.h"
@@ -386,6 +387,7 @@ int weft_mutex_unlock(weft_mutex_t *m)
 		__atomic_store_n(&m->owner, 0, __ATOMIC_RELAXED);
 	}
 	release(m);
+	wf_preempt_point(); /* a lock loop owes its worker a slice (preempt.c) */
 	return 0;
 }
 

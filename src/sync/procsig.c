@@ -22,14 +22,23 @@
  * SIG_IGN go to the kernel as they are: their effect is the process's,
  * whichever thread takes them. The trampoline:
  *   runs it here  when the kernel thread runs a ULT that does not block
- *                 the signal (the common case, at no extra cost but an
- *                 indirect call), when it runs no worker (a foreign
+ *                 the signal, outside weft (the common case, at no extra
+ *                 cost but an indirect call and a look at the interrupted
+ *                 address), when it runs no worker (a foreign
  *                 thread, a ULT in a system call section: its kernel
  *                 thread is its own), and for the signals sent to this
  *                 very kernel thread: faults (SIGSEGV, SIGFPE, ... with a
  *                 kernel si_code) and tgkill's (weft's own delivery of a
  *                 signal to a ULT, sync/signal.c);
- *   holds it      otherwise: its siginfo is kept, its bit set in
+ *   holds it      otherwise - also when that ULT was interrupted inside
+ *                 weft (wf_interrupted_in_weft: weft's code, or a C
+ *                 library function weft called): a handler may call
+ *                 sem_post, which must not run in the middle of the queue
+ *                 operation or under the lock it interrupted; the ULT is
+ *                 a taker like any other, and gets it an instant later
+ *                 from the monitor, at a safe instruction, as a
+ *                 pthread_kill's signal. Held, its siginfo is kept, its
+ *                 bit set in
  *                 wf_proc_pending, and the monitor asked (a futex wake;
  *                 all of it async-signal-safe). Held, it is pending for
  *                 the process, as in the kernel: sigpending shows it, and
@@ -45,7 +54,16 @@
  * first ULT that unblocks it (wf_sig_mask) or waits for it (sigwait)
  * claims it.
  *
- * A ULT chosen may exit before it takes the signal: its exit (sched.c,
+ * A ULT on its way out takes what it may and then is no taker any more
+ * (sig_gone, set in wf_ult_exiting after its destructors ran, where glibc
+ * blocks every signal of an exiting thread): a placement under way when
+ * it sets it is waited out, so that what it gave the ULT runs there, and
+ * so is a signal sent while it was a taker that the kernel still keeps
+ * for the process (it takes that one itself, with sigtimedwait) or that a
+ * trampoline elsewhere is about to hold (wf_proc_exiting) - else, with no
+ * other taker, it would stay held for good where glibc's thread, which the
+ * kernel picked when the signal came, would have run its handler. Any
+ * other ULT chosen may exit before it takes the signal: its exit (sched.c,
  * the EXITED switch) gives what is still marked in sig_placed back to the
  * process (wf_proc_repost). The placer marks, then looks whether the ULT
  * exited; the exit marks EXITED, then looks at sig_placed: a store-load
@@ -87,6 +105,7 @@ static struct action {
 static wf_spinlock_t act_lock;       /* writers of acts */
 static _Atomic uint64_t trampolined; /* signals the trampoline stands in for */
 static __thread int catching;        /* this kernel thread is the monitor */
+static atomic_int deciding;          /* trampolines not yet past their choice */
 
 static void trampoline(int sig, siginfo_t *si, void *uc);
 
@@ -157,13 +176,18 @@ static uintptr_t read_action(struct action *a, int *flags)
 
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
+	atomic_fetch_add_explicit(&deciding, 1, memory_order_seq_cst);
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u = w ? __atomic_load_n(&w->current, __ATOMIC_RELAXED) : NULL;
-	if (((w && !thread_directed(sig, si) &&
-	      (!u ||
-	       (atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & wf_sig_bit(sig)))) ||
-	     catching) &&
-	    hold(sig, si))
+	int kept =
+		((w && !thread_directed(sig, si) &&
+		  (!u ||
+		   (atomic_load_explicit(&u->sig_mask, memory_order_relaxed) & wf_sig_bit(sig)) ||
+		   wf_interrupted_in_weft(w, uc))) ||
+		 catching) &&
+		hold(sig, si);
+	atomic_fetch_sub_explicit(&deciding, 1, memory_order_release);
+	if (kept)
 		return;
 	struct action *a = &acts[sig];
 	int flags;
@@ -270,6 +294,34 @@ void wf_proc_claim(wf_ult_t *self, uint64_t want)
 	}
 }
 
+void wf_proc_exiting(wf_ult_t *self)
+{
+	uint64_t take = atomic_load_explicit(&trampolined, memory_order_relaxed) &
+			~atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
+	if (!take || !wf_monitor_ready())
+		return; /* nothing is held: the kernel runs each where it lands */
+	/* A signal the kernel keeps for the process until a kernel thread
+	 * takes it is taken here, with every signal blocked so that it stays
+	 * there meanwhile; then whatever trampoline was choosing is let
+	 * finish its hold, which wf_ult_exiting claims next. */
+	sigset_t all, was, set;
+	sigfillset(&all);
+	WF_SYS(pthread_sigmask)(SIG_BLOCK, &all, &was);
+	wf_sig_fill(take, &set);
+	struct timespec zero = {0, 0};
+	siginfo_t si;
+	long sig;
+	while ((sig = syscall(SYS_rt_sigtimedwait, &set, &si, &zero, sizeof(uint64_t))) > 0) {
+		keep_info((int)sig, &si);
+		uint64_t b = wf_sig_bit((int)sig);
+		atomic_fetch_or_explicit(&self->sig_placed, b, memory_order_relaxed);
+		atomic_fetch_or_explicit(&self->sig_pending, b, memory_order_release);
+	}
+	while (atomic_load_explicit(&deciding, memory_order_acquire))
+		wf_cpu_relax();
+	WF_SYS(pthread_sigmask)(SIG_SETMASK, &was, NULL);
+}
+
 /* ---- giving held signals out (the monitor) -------------------------------- */
 
 /* The sweep's question and best answer so far (the monitor is the only
@@ -282,7 +334,8 @@ static struct {
 
 static void consider(wf_ult_t *u)
 {
-	if (__atomic_load_n(&u->state, __ATOMIC_RELAXED) == WF_EXITED)
+	if (__atomic_load_n(&u->state, __ATOMIC_RELAXED) == WF_EXITED ||
+	    atomic_load_explicit(&u->sig_gone, memory_order_relaxed))
 		return;
 	int rank = 0;
 	if (atomic_load_explicit(&u->sig_waiting, memory_order_relaxed) & pick.b) {

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "sched/preempt.h"
 #include "sched/prio.h"
 #include "sync/wait.h"
 #include "trace/trace.h"
@@ -282,5 +283,6 @@ int weft_rwlock_unlock(weft_rwlock_t *l)
 	int who = choose_wake(l);
 	wf_word_unlock(&l->lock);
 	do_wake(l, who);
+	wf_preempt_point(); /* a lock loop owes its worker a slice (sched/preempt.c) */
 	return 0;
 }

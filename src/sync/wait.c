@@ -30,7 +30,11 @@
  *
  * How a signal finds the wait (wf_wait_interrupt): a cancellation point is
  * published in the ULT's cwait, under its wait_lock, for cancellation
- * anyway. Other waits are not (two lock operations saved on every lock's
+ * anyway; the sender marks the signal pending, then takes wait_lock, and
+ * the waiter looks for a pending signal under wait_lock before it queues
+ * itself, so either the sender finds cwait or the waiter sees the signal
+ * (and returns EINTR after its handler ran). Other waits are not published
+ * (two lock operations saved on every lock's
  * wait): the ULT notes the address in wait_addr before it takes the
  * bucket lock, and the sender, after marking the signal pending, looks for
  * the ULT's waiter in that bucket. The waiter checks for a pending signal
@@ -257,9 +261,8 @@ again:
 		rc = EAGAIN;
 	else if (deadline && deadline <= wf_now_ns())
 		rc = ETIMEDOUT;
-	else if (self && !cancellable &&
-		 (atomic_load_explicit(&self->sig_pending, memory_order_seq_cst) &
-		  ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed)))
+	else if (self && (atomic_load_explicit(&self->sig_pending, memory_order_seq_cst) &
+			  ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed)))
 		rc = EINTR; /* a signal to take first (see above) */
 	else
 		bucket_insert(b, &me);
@@ -269,9 +272,10 @@ again:
 			self->cwait = &me;
 		wf_spin_unlock(&self->wait_lock);
 	}
-	if (rc == EINTR && self && !cancellable) {
+	if (rc == EINTR) {
 		wf_sig_deliver(self); /* its handler runs; then the wait starts again */
-		goto again;
+		if (!cancellable)
+			goto again;
 	}
 	if (rc) {
 		if (self && !cancellable)

@@ -94,6 +94,11 @@ WF_HIDDEN int wf_sig_action(int sig, const struct sigaction *act, struct sigacti
 /* self takes the held signals of want (it unblocks them, or waits for
  * them): they become pending for it. */
 WF_HIDDEN void wf_proc_claim(wf_ult_t *self, uint64_t want);
+/* self, on its way out and no taker any more (sig_gone), takes the
+ * signals sent to the process that the kernel has not handed to a kernel
+ * thread yet, or that a trampoline is about to hold: they were sent while
+ * it was a taker. They become pending for it. */
+WF_HIDDEN void wf_proc_exiting(wf_ult_t *self);
 /* Install the monitor's task that gives held signals out. At start. */
 WF_HIDDEN void wf_procsig_start(void);
 /* Take ULT u out of a cancellable wait or a weft_join, if it is in one

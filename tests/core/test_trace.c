@@ -146,9 +146,9 @@ struct trace {
 static const char *const events[] = {"run",    "stop",    "idle",   "sleep", "wake",
 				     "create", "name",    "unpark", "steal", "migrate",
 				     "lock",   "dropped", "end"};
-static const char *const stop_details[] = {"yield",  "exit",    "join",    "mutex", "cond",
-					   "rwlock", "sem",     "barrier", "once",  "sleep",
-					   "park",   "handoff", "other"};
+static const char *const stop_details[] = {"yield",  "exit",    "join",      "mutex", "cond",
+					   "rwlock", "sem",     "barrier",   "once",  "sleep",
+					   "park",   "handoff", "preempted", "other"};
 /* Stops of a ULT that parked (WF_AFTER_PARK): all but yield, exit, join. */
 static const char *const park_details[] = {"mutex", "cond",  "rwlock", "sem",     "barrier",
 					   "once",  "sleep", "park",   "handoff", "other"};

@@ -34,12 +34,13 @@ static void on_info(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
+	/* The siginfo first: the sender reads it once it sees the count. */
+	atomic_store(&got_code, si->si_code);
+	atomic_store(&got_value, si->si_code == SI_QUEUE ? si->si_value.sival_int : -1);
 	if (pthread_equal(pthread_self(), target))
 		atomic_fetch_add(&handled, 1);
 	else
 		atomic_fetch_add(&handled_elsewhere, 1);
-	atomic_store(&got_code, si->si_code);
-	atomic_store(&got_value, si->si_code == SI_QUEUE ? si->si_value.sival_int : -1);
 }
 
 static void on_plain(int sig)
