@@ -86,18 +86,13 @@ static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 }
 
 /* get: the shared FIFO first once in 61 decisions (so yielders are not
- * starved by a deque that never empties), and the oldest of its own deque
- * once in 61 too (so that its bottom - a pair handing off, a create and
- * join loop - does not starve what waits at the top while no thief takes
- * it, on one worker); bound and deque ULTs in turn; then the shared FIFO.
- * Called only by the owner. */
+ * starved by a deque that never empties); bound and deque ULTs in turn;
+ * then the shared FIFO. Called only by the owner. */
 static inline wf_ult_t *wf_steal_get(wf_steal_t *s)
 {
 	wf_ult_t *u;
 	uint32_t tick = ++s->tick;
 	if (tick % 61 == 0 && (u = wf_mpfifo_get(&wf_steal_shared)))
-		return u;
-	if (tick % 61 == 30 && (u = wf_steal_give(s, s, 1)))
 		return u;
 	if (s->local.head && (tick & 1))
 		return wf_fifo_pop(&s->local);
