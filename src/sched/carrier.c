@@ -193,12 +193,31 @@ void wf_monitor_ask(void)
 	wf_futex_wake(&cr.monitor_word, 1);
 }
 
+/* Tasks the monitor finished (wf_monitor_sync waits on it). */
+static atomic_int monitor_tasks;
+
 static void monitor_task(void)
 {
 	int asked = atomic_load_explicit(&monitor_asked, memory_order_relaxed) &&
 		    atomic_exchange_explicit(&monitor_asked, 0, memory_order_acquire);
 	if (wf_monitor_task)
 		wf_monitor_task(asked);
+	atomic_fetch_add_explicit(&monitor_tasks, 1, memory_order_release);
+	if (asked)
+		wf_futex_wake(&monitor_tasks, INT_MAX);
+}
+
+void wf_monitor_sync(void)
+{
+	/* Two tasks that began after an ask: the first may have been under
+	 * way when we asked. */
+	for (int i = 0; i < 2 && wf_monitor_ready(); i++) {
+		int n = atomic_load_explicit(&monitor_tasks, memory_order_acquire);
+		wf_monitor_ask();
+		struct timespec rel = {0, 500000};
+		if (atomic_load_explicit(&monitor_tasks, memory_order_acquire) == n)
+			wf_futex_wait(&monitor_tasks, n, &rel);
+	}
 }
 
 /* What comes back to a home besides a ULT: the root ULT handed to the
@@ -291,6 +310,19 @@ uint64_t wf_kmask_idle(void)
 	uint64_t m = 0;
 	for (int b = 0; b < 64 && n > 0; b++)
 		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) >= n)
+			m |= 1ull << b;
+	return m;
+}
+
+uint64_t wf_kmask_idle_but(wf_ult_t *u)
+{
+	long n = wf_live() + (wf_rt.root != NULL) - 1;
+	uint64_t own = atomic_load_explicit(&u->sig_mask, memory_order_relaxed);
+	uint64_t m = 0;
+	for (int b = 0; b < 64; b++)
+		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) -
+			    (long)((own >> b) & 1) >=
+		    n)
 			m |= 1ull << b;
 	return m;
 }

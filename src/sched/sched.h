@@ -265,6 +265,8 @@ WF_HIDDEN void wf_kmask_follow(wf_ult_t *self);
 WF_HIDDEN void wf_kmask_reset(void);
 WF_HIDDEN void wf_kmask_account(uint64_t m, long delta);
 WF_HIDDEN uint64_t wf_kmask_idle(void);
+/* What every live ULT but u blocks (u: a live ULT). */
+WF_HIDDEN uint64_t wf_kmask_idle_but(wf_ult_t *u);
 /* A ULT blocked the signals newly: if every live ULT now blocks some of
  * them, make every worker in its loop (sleeping, spinning) take the
  * mask of wf_kmask_idle before returning (bumps wf_kmask_gen; a loop
@@ -286,6 +288,11 @@ WF_HIDDEN void wf_sig_placing_wait(void);
 WF_HIDDEN int wf_monitor_ready(void);
 WF_HIDDEN void wf_monitor_ask(void);
 WF_HIDDEN extern void (*wf_monitor_task)(int asked);
+/* Ask the monitor and wait (at most about a millisecond) until it ran its
+ * task after the ask - so also after whatever signal its kernel thread
+ * was already taking. From a ULT or foreign thread; blocks the kernel
+ * thread meanwhile. */
+WF_HIDDEN void wf_monitor_sync(void);
 /* worker.c: pin the calling kernel thread to worker id's CPU; the first
  * carrier's affinity before and after. */
 WF_HIDDEN void wf_pin_self(int id);

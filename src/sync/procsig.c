@@ -62,7 +62,13 @@
  * for the process (it takes that one itself, with sigtimedwait) or that a
  * trampoline elsewhere is about to hold (wf_proc_exiting) - else, with no
  * other taker, it would stay held for good where glibc's thread, which the
- * kernel picked when the signal came, would have run its handler. Any
+ * kernel picked when the signal came, would have run its handler. The
+ * kernel takes a signal off the process's queue a moment before the
+ * trampoline runs; when the exiting ULT is the last taker, it also waits
+ * (at most a millisecond) for the monitor, the usual catcher, to finish
+ * what it was taking (wf_monitor_sync). A worker's loop or a ULT inside
+ * weft on another worker may still be in that moment: such a signal stays
+ * held, as glibc's would stay pending had it come an instant later. Any
  * other ULT chosen may exit before it takes the signal: its exit (sched.c,
  * the EXITED switch) gives what is still marked in sig_placed back to the
  * process (wf_proc_repost). The placer marks, then looks whether the ULT
@@ -320,6 +326,11 @@ void wf_proc_exiting(wf_ult_t *self)
 	while (atomic_load_explicit(&deciding, memory_order_acquire))
 		wf_cpu_relax();
 	WF_SYS(pthread_sigmask)(SIG_SETMASK, &was, NULL);
+	/* The monitor, which catches what only parked ULTs take, may have
+	 * taken one from the kernel a moment ago and not yet come to its
+	 * trampoline. If no other thread would take it, let it finish. */
+	if (wf_kmask_idle_but(self) & take)
+		wf_monitor_sync();
 }
 
 /* ---- giving held signals out (the monitor) -------------------------------- */
