@@ -80,9 +80,9 @@
  * (w->preempt_owed, and the count wf_preempts_owed), and the ULT pays it
  * at its next lock release or create or join (wf_preempt_point:
  * weft_mutex_unlock, weft_rwlock_unlock, wf_create, wf_join_id), a call
- * boundary where no internal lock is held:
- * what is pending for it is delivered, and it gives way if the slice the
- * monitor saw is still the one running. A worker's debt outlives the ULT
+ * boundary where no internal lock is held: what is pending for it is
+ * delivered, and it gives way if the slice the monitor saw is still the
+ * one running. A worker's debt outlives the ULT
  * that made it until some ULT of that worker passes a point; paying it
  * then costs a look at the slice.
  *

@@ -38,8 +38,9 @@ WF_HIDDEN extern void (*wf_preempt_hook)(wf_ult_t *u);
 WF_HIDDEN int wf_interrupted_in_weft(wf_worker_t *w, const void *uc);
 
 /* A preemption point: a ULT that releases a lock (weft_mutex_unlock,
- * weft_rwlock_unlock), creates or joins a thread gives way here if the preemption handler found it
- * inside weft or the C library, where it may not (preempt.c, "Owed").
+ * weft_rwlock_unlock), creates or joins a thread gives way here if the
+ * preemption handler found it inside weft or the C library, where it may
+ * not (preempt.c, "Owed").
  * One relaxed load while no worker owes one. Only from a ULT or foreign
  * thread that holds no internal lock, outside signal handlers. */
 WF_HIDDEN extern atomic_int wf_preempts_owed;

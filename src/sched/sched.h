@@ -144,7 +144,7 @@ typedef struct wf_worker {
 	atomic_ulong preempt_n;       /* the switch count the monitor saw last a slice ago:
 	                                   its preemption is for that run only (preempt.c) */
 	atomic_int preempt_owed;      /* the handler found the ULT inside weft: it gives way at
-	                                 its next lock release (preempt.c, wf_preempt_point) */
+	                                 its next preemption point (preempt.c, "Owed") */
 	_Atomic(wf_ult_t *) sig_kick; /* a ULT running here that has a signal to take (set by
 	                                 its sender, cleared once taken: sync/signal.c); the
 	                                 monitor asks it again (carrier.c) */

@@ -210,12 +210,14 @@ int weft_spin_lock(weft_spinlock_t *l)
 		    !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
 			return 0;
 		wf_cpu_relax();
-		/* The holder may be a ULT waiting for this very worker. */
+		/* The holder may be a ULT waiting for this very worker; a
+		 * signal given to us meanwhile (we spin inside weft, where
+		 * no handler runs: sync/procsig.c) is taken here. */
 		if (i % SPIN_YIELD_EVERY == 0) {
-			if (wf_worker_self())
-				wf_yield();
-			else
-				WF_SYS(sched_yield)();
+			wf_ult_t *self = wf_yield(); /* sched_yield if no ULT */
+			if (self && unlikely(atomic_load_explicit(&self->sig_pending,
+								  memory_order_relaxed)))
+				wf_sig_deliver(self);
 		}
 	}
 }

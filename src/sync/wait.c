@@ -34,10 +34,10 @@
  * the waiter looks for a pending signal under wait_lock before it queues
  * itself, so either the sender finds cwait or the waiter sees the signal
  * (and returns EINTR after its handler ran). Other waits are not published
- * (two lock operations saved on every lock's
- * wait): the ULT notes the address in wait_addr before it takes the
- * bucket lock, and the sender, after marking the signal pending, looks for
- * the ULT's waiter in that bucket. The waiter checks for a pending signal
+ * (two lock operations saved on every lock's wait): the ULT notes the
+ * address in wait_addr before it takes the bucket lock, and the sender,
+ * after marking the signal pending, looks for the ULT's waiter in that
+ * bucket. The waiter checks for a pending signal
  * under the bucket lock before it queues itself; a seq_cst store then load
  * on each side (the pending bit, wait_addr), so either the sender finds
  * the waiter queued or the waiter sees the signal.
