@@ -55,7 +55,6 @@ static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t bar;
 static sem_t paced;
 static pthread_t waiters[K_N];
-static __thread int my_kind = -1;
 static atomic_long unexpected[K_N];
 
 static void on_usr1(int sig)
@@ -75,7 +74,8 @@ static void on_usr2(int sig)
 static void on_direct(int sig)
 {
 	(void)sig;
-	if (my_kind != atomic_load(&direct_to))
+	int k = atomic_load(&direct_to);
+	if (k < 0 || !pthread_equal(pthread_self(), waiters[k]))
 		atomic_fetch_add(&misdirected, 1);
 	atomic_fetch_add(&handled[2], 1);
 	sem_post(&posted[2]);
@@ -132,6 +132,19 @@ static void *napper(void *arg)
 	return arg;
 }
 
+/* The pacer's rounds: a lock waiter takes the lock once per round, so
+ * that it waits for the pacer's hold rather than looping on a free lock
+ * (a loop that would keep its worker where nothing preempts: sanitizer
+ * builds). */
+static atomic_long rounds;
+
+static void next_round(long *seen)
+{
+	while (atomic_load(&rounds) == *seen && !done())
+		sched_yield();
+	*seen = atomic_load(&rounds);
+}
+
 static void note(int k, int ok)
 {
 	if (!ok)
@@ -141,7 +154,7 @@ static void note(int k, int ok)
 static void *waiter(void *arg)
 {
 	int k = (int)(long)arg;
-	my_kind = k;
+	long seen = -1;
 	pthread_sigmask(SIG_UNBLOCK, &storm, NULL);
 	for (int round = 0; !done() || k == K_BARRIER; round++) {
 		int r;
@@ -176,12 +189,14 @@ static void *waiter(void *arg)
 			note(k, r == 0);
 			if (r == 0)
 				pthread_mutex_unlock(&hot);
+			next_round(&seen);
 			break;
 		case K_WRLOCK:
 			r = pthread_rwlock_wrlock(&rw);
 			note(k, r == 0);
 			if (r == 0)
 				pthread_rwlock_unlock(&rw);
+			next_round(&seen);
 			break;
 		case K_BARRIER: {
 			/* Whether this round is the last, told to the partner
@@ -243,6 +258,7 @@ static void *pacer(void *arg)
 		nap_us(5);
 		pthread_mutex_lock(&hot);
 		pthread_rwlock_rdlock(&rw);
+		atomic_fetch_add(&rounds, 1);
 	}
 	pthread_rwlock_unlock(&rw);
 	pthread_mutex_unlock(&hot);
