@@ -431,9 +431,18 @@ WF_PX_API int WF_PX(pthread_setspecific)(pthread_key_t k, const void *v)
 
 WF_PX_API int WF_PX(sched_yield)(void)
 {
-	if (!wf_self())
+	wf_worker_t *w = wf_worker_self();
+	if (!w || !w->current)
 		return WF_SYS(sched_yield)();
-	return weft_yield();
+	/* Nothing else of ours was ready: give the CPU to the other
+	 * processes' threads, as sched_yield(2) does (a SCHED_FIFO process
+	 * that spins on it must let another of its priority run). */
+	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
+	weft_yield();
+	if (wf_worker_self() == w &&
+	    atomic_load_explicit(&w->n_switches, memory_order_relaxed) == n)
+		WF_SYS(sched_yield)();
+	return 0;
 }
 
 /* ---- glibc extensions and the rest of <pthread.h> ------------------------------------ */
