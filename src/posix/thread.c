@@ -439,9 +439,8 @@ WF_PX_API int WF_PX(sched_yield)(void)
 	 * that spins on it must let another of its priority run). */
 	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
 	weft_yield();
-	if (wf_worker_self() == w &&
-	    atomic_load_explicit(&w->n_switches, memory_order_relaxed) == n)
-		WF_SYS(sched_yield)();
+	if (atomic_load_explicit(&w->n_switches, memory_order_relaxed) == n)
+		WF_SYS(sched_yield)(); /* no switch on w: it never left it */
 	return 0;
 }
 

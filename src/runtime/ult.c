@@ -34,9 +34,7 @@ int wf_join_id(weft_t t, void **ret)
 		wf_cancel_act(); /* a cancellation point; t stays joinable */
 	/* A signal sent while it waited: a join is not interrupted (the
 	 * handler runs when it ends; sync/signal.c). */
-	wf_ult_t *self = wf_self();
-	if (self && unlikely(atomic_load_explicit(&self->sig_pending, memory_order_relaxed)))
-		wf_sig_deliver(self);
+	wf_sig_deliver_sent(wf_self());
 	wf_preempt_point(); /* and a join loop one (sched/preempt.c) */
 	return e;
 }
@@ -80,9 +78,7 @@ int weft_equal(weft_t a, weft_t b)
 int weft_yield(void)
 {
 	/* What was sent to it while it waited for its turn (sync/signal.c). */
-	wf_ult_t *self = wf_yield();
-	if (self && unlikely(atomic_load_explicit(&self->sig_pending, memory_order_relaxed)))
-		wf_sig_deliver(self);
+	wf_sig_deliver_sent(wf_yield());
 	return 0;
 }
 

@@ -304,27 +304,29 @@ void wf_kmask_account(uint64_t m, long delta)
 					  memory_order_relaxed);
 }
 
-uint64_t wf_kmask_idle(void)
+/* What at least n live ULTs block, not counting the mask less. */
+static uint64_t blocked_by(long n, uint64_t less)
 {
-	long n = wf_live() + (wf_rt.root != NULL);
 	uint64_t m = 0;
 	for (int b = 0; b < 64 && n > 0; b++)
-		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) >= n)
+		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) -
+			    (long)((less >> b) & 1) >=
+		    n)
 			m |= 1ull << b;
 	return m;
+}
+
+uint64_t wf_kmask_idle(void)
+{
+	return blocked_by(wf_live() + (wf_rt.root != NULL), 0);
 }
 
 uint64_t wf_kmask_idle_but(wf_ult_t *u)
 {
 	long n = wf_live() + (wf_rt.root != NULL) - 1;
-	uint64_t own = atomic_load_explicit(&u->sig_mask, memory_order_relaxed);
-	uint64_t m = 0;
-	for (int b = 0; b < 64; b++)
-		if (atomic_load_explicit(&blocking[b], memory_order_relaxed) -
-			    (long)((own >> b) & 1) >=
-		    n)
-			m |= 1ull << b;
-	return m;
+	if (n <= 0)
+		return ~0ull; /* u is the last: every other ULT "blocks" everything */
+	return blocked_by(n, atomic_load_explicit(&u->sig_mask, memory_order_relaxed));
 }
 
 /* Held signals (sync/procsig.c has the protocol). */

@@ -152,19 +152,23 @@ void weft_cleanup_pop_frame(struct weft_cleanup_frame *f, int execute)
 		f->fn(f->arg);
 }
 
-void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
+/* Signals sent to it before it ends are its own to take (one sent to the
+ * process and given to it would otherwise go back to the process after it
+ * is gone, sync/procsig.c) - and so are those held for the process that
+ * it does not block: the kernel would have picked this thread, alive when
+ * they came, and the others may all block them (a thread that waits for
+ * its own handler's sem_post). */
+static void take_own_signals(wf_ult_t *u)
 {
-	/* Signals sent to it before it ends are its own to take (one sent
-	 * to the process and given to it would otherwise go back to the
-	 * process after it is gone, sync/procsig.c) - and so are those held
-	 * for the process that it does not block: the kernel would have
-	 * picked this thread, alive when they came, and the others may all
-	 * block them (a thread that waits for its own handler's sem_post). */
-	uint64_t held = atomic_load_explicit(&wf_proc_pending, memory_order_relaxed);
-	if (unlikely(held))
+	if (unlikely(atomic_load_explicit(&wf_proc_pending, memory_order_relaxed)))
 		wf_proc_claim(u, ~atomic_load_explicit(&u->sig_mask, memory_order_relaxed));
 	if (unlikely(atomic_load_explicit(&u->sig_pending, memory_order_acquire)))
 		wf_sig_deliver(u);
+}
+
+void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
+{
+	take_own_signals(u);
 	/* Frames pushed by glibc's macros (POSIX layer) first: each runs its
 	 * handler and comes back through wf_exit (src/posix/unwind.c, which
 	 * installs the hook when it registers the first frame). */
@@ -193,11 +197,7 @@ void wf_ult_exiting(wf_ult_t *u, int run_cleanup)
 	if (unlikely(atomic_load_explicit(&wf_sig_placing, memory_order_relaxed)))
 		wf_sig_placing_wait();
 	wf_proc_exiting(u);
-	held = atomic_load_explicit(&wf_proc_pending, memory_order_relaxed);
-	if (unlikely(held))
-		wf_proc_claim(u, ~atomic_load_explicit(&u->sig_mask, memory_order_relaxed));
-	if (unlikely(atomic_load_explicit(&u->sig_pending, memory_order_acquire)))
-		wf_sig_deliver(u);
+	take_own_signals(u);
 }
 
 void wf_exit(void *ret)

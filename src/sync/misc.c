@@ -214,10 +214,7 @@ int weft_spin_lock(weft_spinlock_t *l)
 		 * signal given to us meanwhile (we spin inside weft, where
 		 * no handler runs: sync/procsig.c) is taken here. */
 		if (i % SPIN_YIELD_EVERY == 0) {
-			wf_ult_t *self = wf_yield(); /* sched_yield if no ULT */
-			if (self && unlikely(atomic_load_explicit(&self->sig_pending,
-								  memory_order_relaxed)))
-				wf_sig_deliver(self);
+			wf_sig_deliver_sent(wf_yield()); /* sched_yield if no ULT */
 		}
 	}
 }

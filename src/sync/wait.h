@@ -63,6 +63,14 @@ static inline uint64_t wf_sig_bit(int sig)
 }
 WF_HIDDEN int wf_sig_send(wf_ult_t *u, int sig);
 WF_HIDDEN void wf_sig_deliver(wf_ult_t *self);
+/* After a wait or yield that does not deliver itself: what was sent to
+ * self meanwhile (self may be NULL: not a ULT). */
+static inline void wf_sig_deliver_sent(wf_ult_t *self)
+{
+	if (self &&
+	    __builtin_expect(atomic_load_explicit(&self->sig_pending, memory_order_relaxed), 0))
+		wf_sig_deliver(self);
+}
 /* Would the kernel restart a call interrupted by the handlers that ran for
  * u since its sig_ran was cleared: were all installed with SA_RESTART? */
 WF_HIDDEN int wf_sig_restarts(wf_ult_t *u);
