@@ -29,13 +29,15 @@ int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *a
 
 int wf_join_id(weft_t t, void **ret)
 {
-	int e = wf_join(t, ret);
+	int e;
+	/* A signal sent while it waits: its handler runs, and the join goes
+	 * on, as glibc's does (sched/join.c). */
+	while (unlikely((e = wf_join(t, ret)) == EINTR))
+		wf_sig_deliver(wf_self());
 	if (unlikely(e == ECANCELED))
-		wf_cancel_act(); /* a cancellation point; t stays joinable */
-	/* A signal sent while it waited: a join is not interrupted (the
-	 * handler runs when it ends; sync/signal.c). */
-	wf_sig_deliver_sent(wf_self());
-	wf_preempt_point(); /* and a join loop one (sched/preempt.c) */
+		wf_cancel_act();        /* a cancellation point; t stays joinable */
+	wf_sig_deliver_sent(wf_self()); /* sent after it was taken */
+	wf_preempt_point();             /* and a join loop one (sched/preempt.c) */
 	return e;
 }
 

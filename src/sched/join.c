@@ -51,7 +51,7 @@
  *   only when t is itself joining and a ULT is already registered as p's
  *   joiner, which is rare even in chains of joins - reads ULTs that may
  *   finish their joins and free their targets at any moment. So such
- *   walkers, and cancellers (wf_join_cancel), announce themselves in
+ *   walkers, and cancellers (wf_join_take_out), announce themselves in
  *   join_walkers and then issue the heavy side of an asymmetric fence
  *   (util/fence.h); a joiner clears its link, issues the light side, and
  *   waits for join_walkers to drain before it frees its target
@@ -59,11 +59,15 @@
  *   sees the walker and waits. The common join thus pays no locked
  *   instruction of its own.
  *
- * Cancellation
+ * Cancellation and signals
  *   A cancel before the joiner blocks is acted on by the joiner itself; one
  *   after it finds the joiner's link and takes it back out of the target's
- *   word (wf_join_cancel), or the commit sees it (it checks after its CAS).
- *   The target stays joinable, as POSIX says.
+ *   word (wf_join_take_out), or the commit sees it (it checks after its
+ *   CAS). The target stays joinable, as POSIX says. A signal sent to the
+ *   joiner that it does not block takes it out the same way (the sender
+ *   marks it pending, then looks for the link, sync/wait.c): the joiner's
+ *   handler runs and it joins again, as a glibc thread's handler runs in
+ *   the middle of its join.
  *
  * The steps that run inside a switch - the JOIN commit, the exit's claim
  * of its joiner and the publishing of the exit - are inline functions in
@@ -141,7 +145,7 @@ static void join_retire(wf_ult_t *self)
 	wait_zero(&join_walkers);
 }
 
-int wf_join_cancel(wf_ult_t *u)
+int wf_join_take_out(wf_ult_t *u, uintptr_t why)
 {
 	/* u's target is u->joining, read while announced as a walker, so the
 	 * target is not freed meanwhile (join_retire). The CAS races with the
@@ -153,7 +157,7 @@ int wf_join_cancel(wf_ult_t *u)
 	int taken = t && wf_join_take_back(t, u);
 	atomic_fetch_sub_explicit(&join_walkers, 1, memory_order_release);
 	if (taken) {
-		u->join_seen = WF_JOIN_CANCELED;
+		u->join_seen = why;
 		wf_make_runnable(wf_worker_self(), u);
 	}
 	return taken;
@@ -172,10 +176,14 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 	if (j == WF_JOIN_NONE) {
 		/* A cancel that comes before this check is acted on here; one
 		 * that comes after it finds self->joining and takes us out
-		 * (wf_join_cancel), or the JOIN commit sees it. */
+		 * (wf_join_take_out), or the JOIN commit sees it. */
 		if (wf_cancel_due(self)) {
 			join_retire(self);
 			return ECANCELED;
+		}
+		if (wf_sig_due(self)) { /* likewise for a signal */
+			join_retire(self);
+			return EINTR;
 		}
 		self->join_target = u;
 		self->block_reason = WF_BLOCK_JOIN;
@@ -184,9 +192,9 @@ static int join_as_ult(wf_worker_t *w, wf_ult_t *self, wf_ult_t *u)
 		self->block_reason = WF_BLOCK_NONE;
 		wait_zero(&self->join_checking); /* the commit is done with u */
 		j = self->join_seen;
-		if (j == WF_JOIN_CANCELED) {
+		if (j == WF_JOIN_CANCELED || j == WF_JOIN_INTERRUPTED) {
 			join_retire(self);
-			return ECANCELED;
+			return j == WF_JOIN_CANCELED ? ECANCELED : EINTR;
 		}
 		if (j == 0)
 			j = WF_JOIN_CLAIMED; /* registered, and woken by u's exit */

@@ -48,6 +48,11 @@ static inline void wf_join_commit(wf_worker_t *w, wf_ult_t *p)
 		 * (racing it and t's exit, all by CAS). */
 		if (wf_join_take_back(t, p))
 			seen = WF_JOIN_CANCELED;
+	} else if (unlikely(wf_sig_due(p))) {
+		/* A signal sent while switching away, the same way: its
+		 * handler runs, then the join starts again (wf_join). */
+		if (wf_join_take_back(t, p))
+			seen = WF_JOIN_INTERRUPTED;
 	} else if (unlikely(wf_join_closes_cycle(p, t))) {
 		/* Take p back out, unless t's exit claimed it first - then
 		 * there was no deadlock after all. */

@@ -406,13 +406,16 @@ WF_HIDDEN extern const wf_stack_hooks_t wf_ult_stack_hooks;
 
 /* Join (join.c): the whole protocol is written down there. */
 /* Wait for ULT `id` to exit, store its value in *ret (if ret) and free
- * it. 0, ESRCH, EDEADLK, EINVAL (detached, or somebody else joins), or
+ * it. 0, ESRCH, EDEADLK, EINVAL (detached, or somebody else joins),
  * ECANCELED: the calling ULT is cancelled (before or while it waited; the
- * target stays joinable) and must act on it - a cancellation point. */
+ * target stays joinable) and must act on it - a cancellation point - or
+ * EINTR: a signal was sent to it that it does not block; the caller
+ * delivers it and joins again (a join is not ended by a signal). */
 WF_HIDDEN int wf_join(weft_t id, void **ret);
 WF_HIDDEN int wf_detach(wf_ult_t *u);
-/* Take ULT u out of a join it is blocked in (weft_cancel). Returns 1 if
- * it was taken out and queued (its wf_join returns ECANCELED). */
-WF_HIDDEN int wf_join_cancel(wf_ult_t *u);
+/* Take ULT u out of a join it is blocked in, why: WF_JOIN_CANCELED
+ * (weft_cancel; its wf_join returns ECANCELED) or WF_JOIN_INTERRUPTED (a
+ * signal sent to it; EINTR). Returns 1 if it was taken out and queued. */
+WF_HIDDEN int wf_join_take_out(wf_ult_t *u, uintptr_t why);
 
 #endif

@@ -104,9 +104,11 @@ typedef struct wf_parker {
 #define WF_JOIN_EXITED   ((uintptr_t)4) /* exited, nobody has claimed it yet */
 #define WF_JOIN_CLAIMED  ((uintptr_t)6) /* exited, and a joiner owns it */
 /* Only in join_seen: a canceller took the joiner out of its join; the
- * join would have closed a cycle of joins. */
-#define WF_JOIN_CANCELED ((uintptr_t)8)
-#define WF_JOIN_DEADLK   ((uintptr_t)10)
+ * join would have closed a cycle of joins; a signal's sender took it out
+ * (its handler runs, then the join starts again). */
+#define WF_JOIN_CANCELED    ((uintptr_t)8)
+#define WF_JOIN_DEADLK      ((uintptr_t)10)
+#define WF_JOIN_INTERRUPTED ((uintptr_t)12)
 
 typedef struct wf_ult {
 	wf_ctx_t ctx;           /* saved registers; valid unless RUNNING */
@@ -227,6 +229,23 @@ static inline int wf_cancel_due(wf_ult_t *u)
 {
 	return (atomic_load_explicit(&u->cancel, memory_order_seq_cst) &
 		(WF_CANCEL_PENDING | WF_CANCEL_DISABLED)) == WF_CANCEL_PENDING;
+}
+
+/* Has u an unblocked signal sent to it that it has not taken? (sync/signal.c
+ * owns the bits; a waiter looks before it blocks.) Sequentially consistent,
+ * as wf_cancel_due. */
+static inline int wf_sig_due(wf_ult_t *u)
+{
+	return (atomic_load_explicit(&u->sig_pending, memory_order_seq_cst) &
+		~atomic_load_explicit(&u->sig_mask, memory_order_relaxed)) != 0;
+}
+
+/* ... and u's cancel type is asynchronous: it acts anywhere it is safe. */
+static inline int wf_cancel_async_due(wf_ult_t *u)
+{
+	return (atomic_load_explicit(&u->cancel, memory_order_seq_cst) &
+		(WF_CANCEL_PENDING | WF_CANCEL_DISABLED | WF_CANCEL_ASYNC)) ==
+	       (WF_CANCEL_PENDING | WF_CANCEL_ASYNC);
 }
 
 #endif

@@ -17,11 +17,14 @@
  * whose handler acts at the next instruction where a preemption would be
  * safe (wf_preempt_hook, signal.c); a target that is ready to run acts
  * when it runs and is preempted, or at its next cancellation point.
- * Without preemption (WEFT_PREEMPT_NS=0) it acts at cancellation points,
- * like deferred.
+ * A target blocked in a program's mutex lock is taken out of that wait
+ * as a signal would take it (wf_wait_interrupt; WF_WAIT_ASYNC, wait.c)
+ * and acts, without the mutex, as glibc's does. Without preemption
+ * (WEFT_PREEMPT_NS=0) a running target acts at cancellation points and
+ * mutex waits, like deferred.
  *
  * A ULT blocked in weft_join is taken out of its target's joiner word
- * (wf_join_cancel, src/sched/join.c); its target stays joinable.
+ * (wf_join_take_out, src/sched/join.c); its target stays joinable.
  *
  * Foreign threads cannot be cancelled (weft_cancel takes a weft_t); their
  * cancel state is kept so that set/get round-trip.
@@ -48,6 +51,7 @@ int weft_cancel(weft_t t)
 		if (old & WF_CANCEL_ASYNC) {
 			if (u == wf_self())
 				wf_cancel_act(); /* asynchronous: at once */
+			wf_wait_interrupt(u);    /* out of a mutex wait too */
 			wf_kick_running(u);
 		}
 	}

@@ -247,8 +247,9 @@ static void yield_worker(void)
 }
 
 /* The lock was held: wait for it by m's policy. deadline_ns 0: none.
- * Returns 0 with the lock held, ETIMEDOUT or ENOMEM. */
-static int contend(weft_mutex_t *m, uint64_t deadline)
+ * Returns 0 with the lock held, ETIMEDOUT or ENOMEM. flags: WF_WAIT_ASYNC
+ * (a program's lock: an asynchronous cancellation acts while it waits) or 0. */
+static int contend(weft_mutex_t *m, uint64_t deadline, int flags)
 {
 	int policy = WF_LOAD_RLX(&m->policy);
 	int spun = 0, polls = 0, budget = 0;
@@ -276,7 +277,7 @@ static int contend(weft_mutex_t *m, uint64_t deadline)
 	/* Park: mark the lock waited-on (2) and sleep while it stays held. */
 	for (uint32_t c = WF_XCHG(&m->state, 2); c != 0; c = WF_XCHG(&m->state, 2)) {
 		parks++;
-		int rc = wf_wait(&m->state, 2, deadline, WF_WAIT_FOR(WF_BLOCK_MUTEX));
+		int rc = wf_wait(&m->state, 2, deadline, flags | WF_WAIT_FOR(WF_BLOCK_MUTEX));
 		if (rc == ETIMEDOUT || rc == ENOMEM) {
 			if (WF_XCHG(&m->state, 2) == 0)
 				break; /* freed just in time: ours after all */
@@ -327,7 +328,7 @@ static int lock_slow(weft_mutex_t *m, clockid_t clock, const struct timespec *ab
 		uint64_t deadline = 0;
 		if (abstime && (rc = wf_deadline(clock, abstime, &deadline)))
 			return rc;
-		if ((rc = contend(m, deadline)))
+		if ((rc = contend(m, deadline, WF_WAIT_ASYNC)))
 			return rc;
 	}
 	if (me)
@@ -418,7 +419,7 @@ void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter)
 {
 	if (!as_waiter) {
 		if (!try_take(m))
-			contend(m, 0); /* no deadline: cannot fail */
+			contend(m, 0, 0); /* no deadline: cannot fail */
 		else
 			WF_BUMP(&m->n_acquired);
 	} else {

@@ -178,8 +178,7 @@ static void on_preempt(wf_ult_t *u)
 	uint64_t mask = atomic_load_explicit(&u->sig_mask, memory_order_relaxed);
 	if (atomic_load_explicit(&u->sig_pending, memory_order_acquire) & ~mask)
 		wf_sig_deliver(u);
-	if ((atomic_load_explicit(&u->cancel, memory_order_seq_cst) & WF_CANCEL_ASYNC) &&
-	    wf_cancel_due(u))
+	if (wf_cancel_async_due(u))
 		wf_cancel_act();
 }
 

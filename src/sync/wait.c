@@ -26,7 +26,10 @@
  *   CANCELED   by weft_cancel,
  *   INTERRUPTED by a signal sent to the ULT (signal.c): a cancellation point
  *              returns EINTR; any other wait (a mutex, a barrier) runs the
- *              handler and waits again, as POSIX says those calls do.
+ *              handler and waits again, as POSIX says those calls do; or by
+ *              weft_cancel of a ULT whose cancel type is asynchronous, in a
+ *              wait that lets such a cancellation act (WF_WAIT_ASYNC: a
+ *              program's mutex lock), which then acts when it looks again.
  *
  * How a signal finds the wait (wf_wait_interrupt): a cancellation point is
  * published in the ULT's cwait, under its wait_lock, for cancellation
@@ -37,10 +40,11 @@
  * (two lock operations saved on every lock's wait): the ULT notes the
  * address in wait_addr before it takes the bucket lock, and the sender,
  * after marking the signal pending, looks for the ULT's waiter in that
- * bucket. The waiter checks for a pending signal
- * under the bucket lock before it queues itself; a seq_cst store then load
- * on each side (the pending bit, wait_addr), so either the sender finds
- * the waiter queued or the waiter sees the signal.
+ * bucket. The waiter checks for a pending signal (and, under WF_WAIT_ASYNC,
+ * an asynchronous cancellation) under the bucket lock before it queues
+ * itself; a seq_cst store then load on each side (the pending bit or the
+ * cancel word, wait_addr), so either the sender finds the waiter queued or
+ * the waiter sees the signal.
  *
  * Exactly one party moves it out of QUEUED, under the bucket lock, and that
  * party - unless it is the waiter itself - owes the waiter exactly one
@@ -57,7 +61,8 @@
  * requeue that moved any woke, learn it from wf_wait_requeued: they owe the
  * others on the new queue a wake (cond.c).
  *
- * weft_cancel also takes a ULT out of weft_join (wf_join_cancel, src/sched/join.c).
+ * weft_cancel and signals also take a ULT out of weft_join (wf_join_take_out,
+ * src/sched/join.c).
  *
  * Lock order: a ULT's wait_lock, then a timer heap's lock, then bucket
  * locks, two buckets in address order.
@@ -264,6 +269,8 @@ again:
 	else if (self && (atomic_load_explicit(&self->sig_pending, memory_order_seq_cst) &
 			  ~atomic_load_explicit(&self->sig_mask, memory_order_relaxed)))
 		rc = EINTR; /* a signal to take first (see above) */
+	else if ((flags & WF_WAIT_ASYNC) && self && wf_cancel_async_due(self))
+		rc = ECANCELED; /* found by weft_cancel like a signal (see above) */
 	else
 		bucket_insert(b, &me);
 	wf_spin_unlock(&b->lock);
@@ -280,6 +287,8 @@ again:
 	if (rc) {
 		if (self && !cancellable)
 			atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
+		if (rc == ECANCELED && !cancellable)
+			wf_cancel_act(); /* WF_WAIT_ASYNC */
 		return rc;
 	}
 
@@ -419,8 +428,13 @@ void wf_wait_interrupt(wf_ult_t *u)
 		 * bucket of wait_addr (the caller marked the signal pending
 		 * first, seq_cst: see the top). */
 		const void *a = atomic_load_explicit(&u->wait_addr, memory_order_seq_cst);
-		if (!a)
+		if (!a) {
+			/* Or in a join: its link was published before the
+			 * JOIN commit looks at the pending bits (src/sched/join.c). */
+			if (atomic_load_explicit(&u->joining, memory_order_seq_cst))
+				wf_join_take_out(u, WF_JOIN_INTERRUPTED);
 			return;
+		}
 		wf_bucket_t *b = bucket_of(a);
 		wf_spin_lock(&b->lock);
 		for (me = b->head; me; me = me->next)
@@ -444,8 +458,8 @@ void wf_wait_cancel(wf_ult_t *u)
 	wf_spin_unlock(&u->wait_lock);
 	if (ours)
 		wf_unpark(&me->parker); /* it waits for this token: me is alive */
-	else
-		wf_join_cancel(u); /* or blocked in weft_join (src/sched/join.c) */
+	else                            /* or blocked in weft_join (src/sched/join.c) */
+		wf_join_take_out(u, WF_JOIN_CANCELED);
 }
 
 void wf_wait_forked(void)

@@ -22,9 +22,15 @@ WF_HIDDEN int wf_deadline(clockid_t clock, const struct timespec *abstime, uint6
 
 /* ---- wait-on-address (wait.c) -------------------------------------------- */
 
-/* wf_wait flags: WF_WAIT_CANCEL, or'ed with WF_WAIT_FOR(reason), the enum
- * wf_block_reason a blocked ULT reports (tracing, debuggers). */
-enum { WF_WAIT_CANCEL = 1 }; /* a cancellation point: ECANCELED if cancelled */
+/* wf_wait flags: WF_WAIT_CANCEL or WF_WAIT_ASYNC, or'ed with
+ * WF_WAIT_FOR(reason), the enum wf_block_reason a blocked ULT reports
+ * (tracing, debuggers). */
+enum {
+	WF_WAIT_CANCEL = 1, /* a cancellation point: ECANCELED if cancelled */
+	WF_WAIT_ASYNC = 2,  /* not one, but an asynchronous cancellation acts
+	                       here (wf_cancel_act, no return): a program's
+	                       mutex lock, as glibc's does */
+};
 #define WF_WAIT_FOR(reason)   ((reason) << 8)
 #define WF_WAIT_REASON(flags) ((flags) >> 8)
 

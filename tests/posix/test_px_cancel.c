@@ -4,7 +4,8 @@
  * cleanup handlers (push/pop, LIFO, run at cancellation and at pthread_exit,
  * with the condition variable's mutex held again); pthread_setcancelstate;
  * PTHREAD_CANCELED as the joined value; a cancelled condition waiter does not
- * swallow a signal meant for another waiter. */
+ * swallow a signal meant for another waiter. Asynchronous cancellation
+ * of a thread blocked in pthread_mutex_lock. */
 #include "ptest.h"
 
 #include <semaphore.h>
@@ -489,6 +490,65 @@ static void test_cancelled_waiter_keeps_no_signal(void **state)
 	}
 }
 
+struct async_lock {
+	pthread_mutex_t *m;
+	bool self_deadlock; /* lock m first, then block on it again */
+	atomic_int blocking;
+	atomic_int cleaned;
+	atomic_int returned;
+};
+
+static void unlock_async(void *arg)
+{
+	struct async_lock *a = arg;
+	atomic_store(&a->cleaned, 1);
+	if (a->self_deadlock)
+		pthread_mutex_unlock(a->m);
+}
+
+static void *lock_async(void *arg)
+{
+	struct async_lock *a = arg;
+	int old;
+	if (a->self_deadlock)
+		PX_OK(pthread_mutex_lock(a->m));
+	pthread_cleanup_push(unlock_async, a);
+	PX_OK(pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old));
+	atomic_store(&a->blocking, 1);
+	pthread_mutex_lock(a->m); /* blocks for good */
+	atomic_store(&a->returned, 1);
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+/* An asynchronous cancellation ends a thread blocked in pthread_mutex_lock
+ * (not a cancellation point, but nothing stops an asynchronous one: glibc
+ * acts there) without giving it the mutex. Two ways to block: on a
+ * normal mutex the thread holds itself, whose cleanup handler unlocks it,
+ * and on one the main thread holds, which stays the main thread's. */
+static void test_async_cancel_in_mutex_lock(void **state)
+{
+	for (int self_deadlock = 0; self_deadlock <= 1; self_deadlock++) {
+		pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+		struct async_lock a = {.m = &m, .self_deadlock = self_deadlock};
+		if (!self_deadlock)
+			PX_OK(pthread_mutex_lock(&m));
+		pthread_t t = px_start(NULL, lock_async, &a);
+		PX_WAIT(atomic_load(&a.blocking), 10);
+		px_sleep_ns(20 * PX_NS_PER_MS); /* well inside the lock's wait */
+		PX_OK(pthread_cancel(t));
+		join_cancelled(t);
+		PX_EQ(atomic_load(&a.cleaned), 1);
+		PX_EQ(atomic_load(&a.returned), 0);
+		if (!self_deadlock) /* still ours: the cancelled thread never got it */
+			PX_OK(pthread_mutex_unlock(&m));
+		PX_OK(pthread_mutex_trylock(&m));
+		PX_OK(pthread_mutex_unlock(&m));
+		PX_OK(pthread_mutex_destroy(&m));
+	}
+}
+
 /* "may fail" in POSIX; glibc reports it, and weft should report the same. */
 static void test_cancel_may_fail(void **state)
 {
@@ -518,6 +578,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_cleanup_push_pop),
 		PX_TEST(test_cancelled_waiter_keeps_no_signal),
 		PX_TEST(test_cancel_may_fail),
+		PX_TEST(test_async_cancel_in_mutex_lock),
 	};
 	return PX_RUN(argc, argv, tests);
 }

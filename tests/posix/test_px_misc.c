@@ -1,11 +1,13 @@
 /* Signals and threads, fork handlers, and the rest: pthread_sigmask (round
  * trip, per thread, inherited by new threads), pthread_kill (signal 0, a
  * handler that runs in the target thread, a blocked signal pending until
- * unblocked, sigwait), raise, errno per thread, pthread_get/setconcurrency,
+ * unblocked, sigwait, a handler that runs while its thread joins), raise,
+ * errno per thread, pthread_get/setconcurrency,
  * and pthread_atfork with one fork (in the weft modes the runtime's workers
  * run: the child gets them back, runtime/fork.c). */
 #include "ptest.h"
 
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -342,6 +344,79 @@ static void test_atfork_single_fork(void **state)
 		"the child saw the wrong handler order (status %#x)", status);
 }
 
+static void *send_to_process(void *arg)
+{
+	sigset_t one = just(SIGUSR1, 0);
+	PX_OK(pthread_sigmask(SIG_BLOCK, &one, NULL));
+	px_sleep_ns(20 * PX_NS_PER_MS);
+	PX_SYSOK(kill(*(pid_t *)arg, SIGUSR1));
+	return NULL;
+}
+
+static void *send_to_thread(void *arg)
+{
+	sigset_t one = just(SIGUSR1, 0);
+	PX_OK(pthread_sigmask(SIG_BLOCK, &one, NULL));
+	px_sleep_ns(20 * PX_NS_PER_MS);
+	PX_OK(pthread_kill(*(pthread_t *)arg, SIGUSR1));
+	return NULL;
+}
+
+static sem_t join_release;
+static pthread_t joiner_thread;
+static atomic_int joiner_handled;
+
+static void post_release(int sig)
+{
+	if (pthread_equal(pthread_self(), joiner_thread))
+		atomic_store(&joiner_handled, 1);
+	sem_post(&join_release); /* async-signal-safe */
+}
+
+static void *wait_release(void *arg)
+{
+	/* This thread blocks the signal: only the joiner may take it. */
+	sigset_t one = just(SIGUSR1, 0);
+	PX_OK(pthread_sigmask(SIG_BLOCK, &one, NULL));
+	atomic_store((atomic_int *)arg, 1);
+	while (sem_wait(&join_release) != 0)
+		;
+	return (void *)42;
+}
+
+/* A signal sent to a thread blocked in pthread_join runs its handler at
+ * once, and the join goes on (POSIX: pthread_join does not return EINTR).
+ * Here the handler is what lets the joined thread end, so a join that held
+ * the signal back until it ended would never end. Once sent to the joiner
+ * with pthread_kill, once to the process with kill, with every other
+ * thread blocking the signal. */
+static void test_join_runs_handler(void **state)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = post_release;
+	sigemptyset(&sa.sa_mask);
+	PX_SYSOK(sigaction(SIGUSR1, &sa, &old));
+	PX_SYSOK(sem_init(&join_release, 0, 0));
+	joiner_thread = pthread_self();
+	for (int to_process = 0; to_process <= 1; to_process++) {
+		atomic_int ready = 0;
+		atomic_store(&joiner_handled, 0);
+		pthread_t t = px_start(NULL, wait_release, &ready);
+		PX_WAIT(atomic_load(&ready), 10);
+		pid_t pid = getpid();
+		pthread_t me = pthread_self();
+		/* Sent from a helper once this thread waits in its join. */
+		pthread_t sender = px_start(NULL, to_process ? send_to_process : send_to_thread,
+					    to_process ? (void *)&pid : (void *)&me);
+		PX_EQ_PTR(px_join(t), (void *)42);
+		PX_EQ(atomic_load(&joiner_handled), 1);
+		px_join(sender);
+	}
+	PX_SYSOK(sem_destroy(&join_release));
+	PX_SYSOK(sigaction(SIGUSR1, &old, NULL));
+}
+
 /* Destroying through a NULL pointer must not crash: glibc returns 0 for
  * these (they have nothing to free), POSIX allows EINVAL. glibc's
  * prototypes declare the argument nonnull, which let the compiler delete
@@ -370,6 +445,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_concurrency),
 		PX_TEST(test_null_destroy_does_not_crash_may_fail),
 		PX_TEST(test_atfork_single_fork),
+		PX_TEST(test_join_runs_handler),
 	};
 	return PX_RUN(argc, argv, tests);
 }
