@@ -8,6 +8,8 @@
  *     function first - libgomp's does), so main (and the program's own
  *     constructors, which run later) is the root ULT; returning from main
  *     or calling exit() from any thread ends the process as usual;
+ *   - fork handlers registered before weft's constructor ran still run
+ *     outside weft's (__register_atfork);
  *   - glibc's cleanup-handler protocol (unwind.c).
  */
 #include <dlfcn.h>
@@ -61,6 +63,21 @@ __attribute__((constructor(102))) static void wf_preload_start(void)
 		fprintf(stderr, "weft: libweft-pthread.so: weft_init: %s\n", strerror(e));
 		abort();
 	}
+}
+
+/* ---- fork handlers --------------------------------------------------------------- */
+
+/* pthread_atfork is a stub linked into each object that calls it
+ * (libc_nonshared.a), which calls this with the object's __dso_handle.
+ * weft's handlers go in first, so that whoever registers before weft's
+ * constructor ran - a library whose constructor runs first - still has
+ * its prepare handler run before weft's and its child handler after
+ * (runtime/fork.c). */
+WF_PX_API int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+				void *dso_handle)
+{
+	wf_fork_register();
+	return WF_SYS(__register_atfork)(prepare, parent, child, dso_handle);
 }
 
 /* ---- glibc's cleanup-handler protocol (see unwind.c) ---------------------------- */

@@ -11,10 +11,15 @@
  * glibc's fork runs the handlers registered with pthread_atfork around the
  * system call: the prepare handlers in the reverse order of registration,
  * then the child's or the parent's in order. weft registers its three
- * when the library is loaded (a constructor), before a program normally
- * registers any, so its prepare runs last - after the program's, which may
- * lock mutexes and so need the scheduler - and its child and parent
- * handlers first, so the program's find the runtime whole.
+ * first (wf_fork_register), so its prepare runs last - after the program's
+ * and libraries', which may lock mutexes and so need the scheduler - and
+ * its child and parent handlers first, so the others find the runtime
+ * whole. First means: when the library is loaded (a constructor), and,
+ * under libweft-pthread.so, also before any handler registered earlier
+ * than that - by a library whose constructor ran before weft's - since
+ * that library's pthread_atfork calls weft's __register_atfork
+ * (src/posix/preload.c), which registers weft's handlers before it passes
+ * the call on.
  *
  * prepare (u on w, carried by K):
  *   1. block every signal on K: nothing switches u away between here and
@@ -59,9 +64,10 @@
  *
  * Not done: a mutex, rwlock or semaphore held by a thread that is gone
  * stays held, as on glibc (POSIX allows such a child only async-signal-
- * safe calls); a handler registered before weft's (by a library whose
- * constructor ran first) runs on the wrong side of weft's: its prepare
- * under K's thread pointer, its child handler before the runtime is whole.
+ * safe calls); in libweft.so (header mode) a handler registered before
+ * weft's (by a library whose constructor ran first) runs on the wrong side
+ * of weft's: its prepare under K's thread pointer, its child handler
+ * before the runtime is whole.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -186,7 +192,21 @@ static void child(void)
 	WF_SYS(pthread_sigmask)(SIG_SETMASK, &fk.mask, NULL);
 }
 
+extern void *__dso_handle; /* this library's (crtbegin.o), as pthread_atfork passes */
+
+void wf_fork_register(void)
+{
+	static atomic_int state; /* 0, 1 registering, 2 registered */
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&state, &zero, 1)) {
+		WF_SYS(__register_atfork)(prepare, parent, child, __dso_handle);
+		atomic_store_explicit(&state, 2, memory_order_release);
+	}
+	while (atomic_load_explicit(&state, memory_order_acquire) != 2)
+		wf_cpu_relax(); /* another thread registers them this instant */
+}
+
 __attribute__((constructor)) static void register_handlers(void)
 {
-	pthread_atfork(prepare, parent, child);
+	wf_fork_register();
 }

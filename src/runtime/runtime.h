@@ -38,6 +38,9 @@ static inline int wf_ensure_runtime(void)
 WF_HIDDEN int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
 WF_HIDDEN int wf_join_id(weft_t t, void **ret);
 WF_HIDDEN int wf_detach_id(weft_t t);
+/* Register weft's fork handlers with glibc, once, before any other
+ * handler the caller goes on to register (runtime/fork.c). */
+WF_HIDDEN void wf_fork_register(void);
 /* Set u's scheduling parameters (checked: wf_prio_check) and let the
  * caller give way to the ULTs that now outrank it. */
 WF_HIDDEN void wf_setsched(wf_ult_t *u, int policy, int prio);

@@ -53,7 +53,14 @@
 	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))                   \
 	X(int, sigpending, (sigset_t *))                                                         \
 	X(int, raise, (int))                                                                     \
-	X(int, kill, (pid_t, int))
+	X(int, kill, (pid_t, int))                                                               \
+	X(int, __register_atfork, (void (*)(void), void (*)(void), void (*)(void), void *))
+
+/* What pthread_atfork calls (glibc exports it, GLIBC_2.3.2, but declares it
+ * in no header): the handlers and the registering object's __dso_handle,
+ * whose unloading unregisters them. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso_handle);
 
 #ifdef WEFT_PRELOAD
 #define WF_SYS_FIELD(ret, name, args) ret(*name) args;

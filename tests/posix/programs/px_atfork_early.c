@@ -4,6 +4,7 @@
  * Both run as on glibc: the prepare handler before weft stops its
  * scheduler for the fork, the child handler after the child's runtime is
  * back. Three rounds. Prints the same lines under glibc and LD_PRELOAD. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -41,7 +42,8 @@ int main(void)
 		if (pid == 0) {
 			int create;
 			const char *seq = px_atfork_seq(&create);
-			printf("round %d child: handlers %s, pthread_create in the child handler %d\n",
+			printf("round %d child: handlers %s, pthread_create in the child handler "
+			       "%d\n",
 			       round, seq, create);
 			fflush(stdout);
 			_exit(create == 0 ? 0 : 3);

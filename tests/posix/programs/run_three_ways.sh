@@ -69,8 +69,14 @@ run() {
 	mode=$1
 	shift
 	start=$(date +%s)
-	timeout -k 10 "$timeout_s" "$@" >"$tmp/$mode.out" 2>"$tmp/$mode.err"
+	# timeout makes itself a process group with the program; a process the
+	# program forked and left behind (a child stuck after a failed fork) is
+	# killed with that group once the run is over.
+	timeout -k 10 "$timeout_s" "$@" >"$tmp/$mode.out" 2>"$tmp/$mode.err" &
+	tpid=$!
+	wait $tpid
 	rc=$?
+	kill -KILL -- -$tpid 2>/dev/null
 	secs=$(($(date +%s) - start))
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 		echo "FAIL [$mode] timed out after ${timeout_s} s: $*"
