@@ -34,7 +34,8 @@
  *            a CAS on a line the worker owns.
  *   retake   the monitor saw the same (seq, IN) value in two sweeps at
  *            least syscall_ns apart. It takes a spare carrier (or makes
- *            one, up to wf_rt.spares of them besides the workers' own),
+ *            one, up to wf_rt.spares of them besides the workers' own,
+ *            or past that while every worker is in a section: retake),
  *            CASes (seq << 2) | IN -> (seq << 2) | TAKEN, and gives the
  *            worker to the spare: give = w, cmd = CARRY, futex wake. The
  *            CAS decides the race with end: either end wins and nothing
@@ -614,14 +615,20 @@ void weft_syscall_end(weft_syscall_t s)
 
 /* ---- the monitor -------------------------------------------------------- */
 
-/* Give w, whose section has value v, to a spare. Called by the monitor. */
-static void retake(wf_worker_t *w, unsigned v)
+/* Give w, whose section has value v, to a spare. Called by the monitor.
+ * all_in: every worker was in a section at this sweep - then a spare is
+ * made even past the bound (unless hand-overs are off): nothing else would
+ * run the ready ULTs, and the blocked ones may be waiting for one of them
+ * (threads of one process waiting on a process-shared lock that one of
+ * their own holds), which glibc, with a kernel thread per thread, runs. */
+static void retake(wf_worker_t *w, unsigned v, int all_in)
 {
 	WF_SYS(pthread_mutex_lock)(&cr.lock);
 	wf_carrier_t *c = cr.spares;
 	if (c)
 		cr.spares = c->next_spare;
-	else if (cr.extra < wf_rt.spares && (c = carrier_new(NULL)))
+	else if ((cr.extra < wf_rt.spares || (all_in && wf_rt.spares > 0)) &&
+		 (c = carrier_new(NULL)))
 		cr.extra++;
 	WF_SYS(pthread_mutex_unlock)(&cr.lock);
 	if (!c)
@@ -728,7 +735,10 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 static int sweep(void)
 {
 	uint64_t now = wf_now_ns();
-	int open = 0;
+	int open = 0, all_in = 1;
+	for (int i = 0; i < wf_rt.nworkers && all_in; i++)
+		all_in = (atomic_load_explicit(&wf_rt.workers[i]->sys, memory_order_relaxed) &
+			  SYS_FLAGS) == SYS_IN;
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_worker_t *w = wf_rt.workers[i];
 		unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
@@ -749,7 +759,7 @@ static int sweep(void)
 			cr.seen_v[i] = v;
 			cr.seen_ns[i] = now;
 		} else if (now - cr.seen_ns[i] >= (uint64_t)wf_rt.syscall_ns) {
-			retake(w, v);
+			retake(w, v, all_in);
 		}
 	}
 	return open;

@@ -1071,16 +1071,21 @@ static void test_negative_spares_hands_nothing_over(void **state)
 	WT_OK(weft_shutdown());
 }
 
-/* spares = 1: one kernel thread besides the worker may carry it. With one
- * worker and three ULTs that each block in a section, the first blocks the
- * worker's own kernel thread and is handed over to the one spare, the
- * second then blocks that one, and the third cannot run until a foreign
- * pthread releases them. */
+/* spares = 1: one kernel thread besides the workers' may carry a worker,
+ * while some worker is not blocked. Two workers; three ULTs bound to worker
+ * 0 each block in a section, while worker 1 runs a ULT that computes: the
+ * first reader blocks worker 0's own kernel thread and is handed over to
+ * the one spare, the second then blocks that one, and the third cannot run
+ * until a foreign pthread releases them. With one worker, every worker is
+ * blocked each time, and the monitor makes a kernel thread past the bound
+ * (nothing else would run the third, which might be what the others wait
+ * for): all three enter. */
 enum { CAP_ULTS = 3 };
 
 static struct {
 	int pipes[CAP_ULTS][2];
 	atomic_int entered;
+	atomic_int released;
 	int entered_at_release;
 } cap;
 
@@ -1093,34 +1098,59 @@ static void *cap_reader(void *arg)
 	return NULL;
 }
 
+static void *cap_computer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&cap.released))
+		weft_yield(); /* running, never in a section */
+	return NULL;
+}
+
 static void *cap_releaser(void *arg)
 {
+	(void)arg;
 	nap_ns(200 * MS);
 	cap.entered_at_release = atomic_load(&cap.entered);
+	atomic_store(&cap.released, 1);
 	for (int i = 0; i < CAP_ULTS; i++)
 		write_all(cap.pipes[i][1], "c", 1);
 	return NULL;
 }
 
-static void test_spares_caps_the_kernel_threads(void **state)
+static void run_cap(int workers, int expect_entered)
 {
 	unsetenv("WEFT_SPARES");
-	init_with(1, 0, 1);
+	init_with(workers, 0, 1);
+	atomic_store(&cap.entered, 0);
+	atomic_store(&cap.released, 0);
 	for (int i = 0; i < CAP_ULTS; i++)
 		make_pipe(cap.pipes[i]);
+	weft_t computer = workers > 1 ? wt_spawn_on(1, cap_computer, NULL) : WEFT_NULL;
 	struct wt_pthread rel;
 	wt_pthread_start(&rel, cap_releaser, NULL);
 	weft_t t[CAP_ULTS];
 	for (int i = 0; i < CAP_ULTS; i++)
-		t[i] = wt_spawn(NULL, cap_reader, (void *)(intptr_t)i);
+		t[i] = wt_spawn_on(0, cap_reader, (void *)(intptr_t)i);
 	for (int i = 0; i < CAP_ULTS; i++)
 		wt_join(t[i]);
 	wt_pthread_join(&rel);
+	if (workers > 1)
+		wt_join(computer);
 	WT_EQ(atomic_load(&cap.entered), CAP_ULTS);
-	WT_EQ(cap.entered_at_release, 2);
+	WT_EQ(cap.entered_at_release, expect_entered);
 	for (int i = 0; i < CAP_ULTS; i++)
 		close_pipe(cap.pipes[i]);
 	WT_OK(weft_shutdown());
+}
+
+static void test_spares_caps_the_kernel_threads(void **state)
+{
+	run_cap(2, 2);
+}
+
+static void test_every_worker_blocked_passes_the_cap(void **state)
+{
+	run_cap(1, CAP_ULTS);
 }
 
 /* ---- weft calls inside a section ------------------------------------------------ */
@@ -1400,6 +1430,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env_zero_syscall_ns_turns_sections_off),
 		cmocka_unit_test(test_negative_spares_hands_nothing_over),
 		cmocka_unit_test(test_spares_caps_the_kernel_threads),
+		cmocka_unit_test(test_every_worker_blocked_passes_the_cap),
 		cmocka_unit_test(test_weft_calls_inside_a_section_act_as_a_foreign_thread),
 		cmocka_unit_test(test_fork_child_runs_threads_again),
 		cmocka_unit_test(test_fork_from_the_root_and_shutdown_in_the_child),
