@@ -209,11 +209,6 @@ WF_PX_API int WF_PX(pthread_attr_getstack)(const pthread_attr_t *a, void **addr,
 
 /* ---- threads ------------------------------------------------------------------- */
 
-/* weft keeps a ULT's descriptor (and ucontext) at the top of its stack
- * mapping; asking for this much more leaves the program the stack size it
- * asked for. */
-#define STACK_RESERVE 4096
-
 /* A POSIX thread has thread-local storage of its own (weft_attr_settls),
  * unless WEFT_TLS=worker or where it cannot be had (wf_tls_probe). */
 static int px_tls(void)
@@ -253,7 +248,11 @@ static int to_weft_attr(const wf_px_attr_t *x, weft_attr_t *w)
 	if (x->stackaddr) {
 		e = weft_attr_setstack(w, x->stackaddr, x->stacksize);
 	} else if (x->stacksize) {
-		size_t n = x->stacksize + STACK_RESERVE;
+		/* The size of the whole stack, weft's descriptor at its top
+		 * included, as glibc's includes its thread descriptor and
+		 * static TLS: a program that runs down the size it asked for
+		 * reaches the guard page, as on glibc. */
+		size_t n = x->stacksize;
 		e = weft_attr_setstacksize(w, n < WEFT_STACK_MIN ? WEFT_STACK_MIN : n);
 	}
 	if (!e)
@@ -514,8 +513,11 @@ WF_PX_API int WF_PX(pthread_getattr_np)(pthread_t t, pthread_attr_t *a)
 	wf_px_attr_t *x = (wf_px_attr_t *)a;
 	uintptr_t j = atomic_load_explicit(&u->joiner, memory_order_acquire);
 	x->detach = j == WF_JOIN_DETACHED ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE;
-	x->stackaddr = u->ctx.stack_lo;
-	x->stacksize = u->ctx.stack_size;
+	/* The whole stack above its guard, weft's descriptor at the top
+	 * included, as glibc's includes its own: the size it was made with. */
+	x->stackaddr = u->stack.lo;
+	x->stacksize =
+		(size_t)((char *)u->stack.map_base + u->stack.map_size - (char *)u->stack.lo);
 	x->guardsize = u->stack.kind == WF_STACK_GUARDED
 			       ? (size_t)((char *)u->stack.lo - (char *)u->stack.map_base)
 			       : 0;
