@@ -505,7 +505,10 @@ WF_PX_API int WF_PX(pthread_rwlock_destroy)(pthread_rwlock_t *l)
 {
 	if (unlikely(wf_px_shared_rwlock(l)))
 		return wf_px_shared_rwlock_op(l, WF_PX_DESTROY, 0, NULL);
-	return weft_rwlock_destroy(rw(l));
+	/* A lock still held (a reader that exited without unlocking) is
+	 * destroyed without complaint, as glibc's is: POSIX.1-2017 made that
+	 * undefined and dropped its EBUSY. One that threads wait on is not. */
+	return wf_rwlock_destroy(rw(l), 1);
 }
 
 WF_PX_API int WF_PX(pthread_rwlock_rdlock)(pthread_rwlock_t *l)

@@ -82,14 +82,19 @@ static int bad(const weft_rwlock_t *l)
 	       __atomic_load_n(&l->pref, __ATOMIC_RELAXED) > WEFT_RWLOCK_PREFER_WRITER;
 }
 
-int weft_rwlock_destroy(weft_rwlock_t *l)
+int wf_rwlock_destroy(weft_rwlock_t *l, int held_ok)
 {
 	if (bad(l))
 		return EINVAL;
 	wf_word_lock(&l->lock);
-	int busy = l->writer || l->readers || l->rwait || l->wwait;
+	int busy = l->rwait || l->wwait || (!held_ok && (l->writer || l->readers));
 	wf_word_unlock(&l->lock);
 	return busy ? EBUSY : 0;
+}
+
+int weft_rwlock_destroy(weft_rwlock_t *l)
+{
+	return wf_rwlock_destroy(l, 0);
 }
 
 /* Whom to wake now that the lock may have room. Called with l->lock held;

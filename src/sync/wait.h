@@ -124,6 +124,10 @@ WF_HIDDEN void wf_wait_cancel(wf_ult_t *u);
 WF_HIDDEN int wf_mutex_unlock_for_wait(weft_mutex_t *m, uint32_t *depth);
 WF_HIDDEN void wf_mutex_relock(weft_mutex_t *m, uint32_t depth, int as_waiter);
 
+/* weft_rwlock_destroy, but (held_ok) EBUSY only while a thread waits on l,
+ * not while one holds it: pthread_rwlock_destroy, as glibc's (rwlock.c). */
+WF_HIDDEN int wf_rwlock_destroy(weft_rwlock_t *l, int held_ok);
+
 /* ---- cancellation (cancel.c) ----------------------------------------------- */
 
 /* Act on a pending cancellation of the calling ULT, if it is enabled. */

@@ -4,7 +4,8 @@
  * glibc's writer preference (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP,
  * through pthread_rwlockattr_setkind_np and through
  * PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP): a waiting writer
- * blocks new readers, so readers cannot starve it. */
+ * blocks new readers, so readers cannot starve it. A lock left held by a
+ * thread that exited is destroyed as on glibc. */
 #include "ptest.h"
 
 /* What a trylock returns in another thread (which undoes a success). */
@@ -456,6 +457,23 @@ static void test_rwlockattr(void **state)
 
 /* Errors POSIX lists under "may fail"; glibc reports them, and weft should
  * report the same. */
+static void *read_and_exit(void *arg)
+{
+	PX_OK(pthread_rwlock_rdlock(arg));
+	return NULL; /* without unlocking */
+}
+
+/* A lock a reader left held when it exited is destroyed without complaint,
+ * as glibc's (POSIX.1-2017: undefined, no EBUSY any more; programs such as
+ * Open POSIX's timedrdlock/6-2 do it). */
+static void test_destroy_held_by_gone_reader(void **state)
+{
+	pthread_rwlock_t l;
+	PX_OK(pthread_rwlock_init(&l, NULL));
+	px_join(px_start(NULL, read_and_exit, &l));
+	PX_OK(pthread_rwlock_destroy(&l));
+}
+
 static void test_rwlock_may_fail(void **state)
 {
 	pthread_rwlockattr_t a;
@@ -501,6 +519,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_writer_preference_no_starvation),
 		PX_TEST(test_rwlockattr),
 		PX_TEST(test_rwlock_may_fail),
+		PX_TEST(test_destroy_held_by_gone_reader),
 	};
 	return PX_RUN(argc, argv, tests);
 }
