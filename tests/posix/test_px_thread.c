@@ -1,5 +1,6 @@
 /* Thread lifecycle: pthread_create/join/detach/exit/self/equal/once, the
- * thread attributes (detachstate, stacksize, stack, guardsize), the glibc
+ * thread attributes (detachstate, stacksize - which ends at the guard page -,
+ * stack, guardsize), the glibc
  * extensions pthread_getattr_np and pthread_setname_np/getname_np, thread-
  * local storage, and volume: 100,000 sequential create+join and 10,000
  * threads alive at once. */
@@ -7,6 +8,8 @@
 
 #include <limits.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -180,6 +183,44 @@ static __attribute__((noinline)) long burn_stack(long bytes)
 static void *burn_stack_body(void *arg)
 {
 	return (void *)burn_stack((long)(uintptr_t)arg);
+}
+
+/* A thread that runs down the whole stack size it was made with reaches
+ * its guard page: the size asked for includes the implementation's own
+ * bookkeeping at its top (glibc: the thread descriptor and static TLS),
+ * it is not added to it. Checked in a child, which dies of the fault. */
+static void test_stack_size_ends_at_the_guard(void **state)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	PX_SKIP("ASan's own stack overflow handling");
+#else
+	fflush(NULL);
+	pid_t pid = fork();
+	PX_TRUE(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		pthread_attr_t a;
+		pthread_t t;
+		if (pthread_attr_init(&a) || pthread_attr_setstacksize(&a, 64 * KIB) ||
+		    pthread_attr_setguardsize(&a, (size_t)sysconf(_SC_PAGESIZE)) ||
+		    pthread_create(&t, &a, burn_stack_body, (void *)(uintptr_t)(64 * KIB)))
+			_exit(2);
+		pthread_join(t, NULL);
+		_exit(0); /* ran 64 KiB down a 64 KiB stack: no guard hit */
+	}
+	int status = 0;
+	long long end = px_now(CLOCK_MONOTONIC) + 20 * PX_NS_PER_S;
+	pid_t w;
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && px_now(CLOCK_MONOTONIC) < end)
+		px_sleep_ns(PX_NS_PER_MS);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the child did not end within 20 s");
+	}
+	PX_TRUE(WIFSIGNALED(status), "the child %s %d, not killed by its guard page",
+		WIFEXITED(status) ? "exited" : "ended",
+		WIFEXITED(status) ? WEXITSTATUS(status) : status);
+#endif
 }
 
 /* The stack of the calling thread according to pthread_getattr_np (glibc
@@ -586,6 +627,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_detach),
 		PX_TEST(test_attr_detachstate),
 		PX_TEST(test_attr_stacksize),
+		PX_TEST(test_stack_size_ends_at_the_guard),
 		PX_TEST(test_attr_stack),
 		PX_TEST(test_attr_guardsize),
 		PX_TEST(test_getattr_np),
