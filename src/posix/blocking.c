@@ -66,16 +66,6 @@
 #include "sync/wait.h"
 #include "util/sys.h"
 
-/* f, a pointer of type ret(*)params: libc's `name`, looked up once (every
- * thread that races stores the same pointer, whole). */
-#define WF_REAL(f, ret, name, params)                                   \
-	static ret(*f##_real_) params;                                  \
-	ret(*f) params = __atomic_load_n(&f##_real_, __ATOMIC_RELAXED); \
-	if (unlikely(!f)) {                                             \
-		f = (ret(*) params)wf_px_next_symbol(#name);            \
-		__atomic_store_n(&f##_real_, f, __ATOMIC_RELAXED);      \
-	}
-
 /* A wrapper that makes the call in a section. cancel: a cancellation
  * point. */
 #define WF_BLOCKING(cancel, ret, name, params, args)  \

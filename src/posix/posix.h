@@ -61,6 +61,15 @@ WF_HIDDEN int wf_px_ensure(void);
 /* The next definition of name after libweft-pthread.so's (glibc's), or
  * abort naming it (preload.c). */
 WF_HIDDEN void *wf_px_next_symbol(const char *name);
+/* f, a pointer of type ret(*)params: libc's `name`, looked up once (every
+ * thread that races stores the same pointer, whole). */
+#define WF_REAL(f, ret, name, params)                                   \
+	static ret(*f##_real_) params;                                  \
+	ret(*f) params = __atomic_load_n(&f##_real_, __ATOMIC_RELAXED); \
+	if (unlikely(!f)) {                                             \
+		f = (ret(*) params)wf_px_next_symbol(#name);            \
+		__atomic_store_n(&f##_real_, f, __ATOMIC_RELAXED);      \
+	}
 #endif
 /* Jump into the newest glibc-style cleanup frame of u (no return;
  * unwind.c). The exit path reaches it through wf_unwind_hook. */

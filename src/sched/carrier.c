@@ -526,7 +526,7 @@ static wf_carrier_t *carrier_new(wf_worker_t *w)
 		return NULL;
 	}
 	c->next_all = cr.all;
-	cr.all = c;
+	__atomic_store_n(&cr.all, c, __ATOMIC_RELEASE); /* read by setxid_handler */
 	cr.count++;
 	return c;
 }
@@ -611,6 +611,93 @@ weft_syscall_t weft_syscall_begin(void)
 void weft_syscall_end(weft_syscall_t s)
 {
 	wf_section_end((wf_ult_t *)s);
+}
+
+/* ---- glibc's set*id broadcast -------------------------------------------- */
+
+/* Linux keeps credentials per kernel thread, so glibc's setuid and its kin
+ * (seteuid, setgid, setgroups, ...) change them on every thread: they
+ * mark each thread in its descriptor, send it SIGSETXID, and wait until its
+ * handler has made the call and cleared the mark - in THREAD_SELF, the
+ * descriptor the thread pointer names. On a carrier that runs a ULT with a
+ * block of its own, a worker's loop on the block weft made for it, or the
+ * root ULT away from its kernel thread, that is the wrong descriptor: the
+ * mark stays, and glibc signals the thread again, for good. So weft puts
+ * its handler in front of glibc's: it finds the carrier of the calling
+ * kernel thread (by its id) and installs that thread's glibc descriptor
+ * (c->self; in a fork's child, the block glibc's fork kept for it) while
+ * glibc's handler runs. Threads that are not carriers (the monitor, the
+ * program's own) always run on their own block: glibc's handler is called
+ * as it is. Installed once carriers exist (glibc installs its handler when
+ * the first thread is made), only where blocks are used (wf_tls_probe);
+ * a set*id made while the runtime stops may find a carrier being freed.
+ *
+ * The caller has the same problem from the other side: glibc makes the
+ * call itself and skips the thread whose descriptor is THREAD_SELF - the
+ * root ULT on another worker's carrier would skip the kernel thread that
+ * started the runtime, whose descriptor it keeps. libweft-pthread.so's
+ * set*id wrappers therefore make glibc's call inside a section (nothing
+ * moves the ULT off its kernel thread) with that kernel thread's
+ * descriptor installed (wf_setxid_begin/end). */
+#define SIGSETXID_NR 33 /* glibc's __SIGRTMIN + 1 */
+
+struct k_sigaction { /* the kernel's, for rt_sigaction */
+	void (*handler)(int, siginfo_t *, void *);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+static void (*glibc_setxid)(int, siginfo_t *, void *);
+
+/* The glibc descriptor of the calling kernel thread if it is a carrier,
+ * else NULL. Async-signal-safe. */
+static void *own_descriptor(void)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	for (wf_carrier_t *c = __atomic_load_n(&cr.all, __ATOMIC_ACQUIRE); c; c = c->next_all)
+		if (__atomic_load_n(&c->tid, __ATOMIC_RELAXED) == tid)
+			return (void *)c->self;
+	return NULL;
+}
+
+static void setxid_handler(int sig, siginfo_t *si, void *uc)
+{
+	void *own = own_descriptor(), *cur = wf_tls_current();
+	if (own && own != cur)
+		wf_tls_install(own);
+	glibc_setxid(sig, si, uc);
+	if (own && own != cur)
+		wf_tls_install(cur);
+}
+
+void *wf_setxid_begin(void)
+{
+	void *own = glibc_setxid ? own_descriptor() : NULL, *cur = wf_tls_current();
+	if (!own || own == cur)
+		return NULL;
+	wf_tls_install(own);
+	return cur;
+}
+
+void wf_setxid_end(void *saved)
+{
+	if (saved)
+		wf_tls_install(saved);
+}
+
+static void setxid_wrap(void)
+{
+	struct k_sigaction old, act;
+	if (wf_tls_probe(NULL) != 0 ||
+	    syscall(SYS_rt_sigaction, SIGSETXID_NR, NULL, &old, sizeof(uint64_t)) != 0 ||
+	    old.handler == setxid_handler || !(old.flags & SA_SIGINFO) ||
+	    (uintptr_t)old.handler <= (uintptr_t)SIG_IGN)
+		return; /* no blocks, wrapped already, or glibc installed none */
+	glibc_setxid = old.handler;
+	act = old;
+	act.handler = setxid_handler;
+	syscall(SYS_rt_sigaction, SIGSETXID_NR, &act, NULL, sizeof(uint64_t));
 }
 
 /* ---- the monitor -------------------------------------------------------- */
@@ -854,7 +941,7 @@ int wf_carriers_start(void)
 		cr.first = c;
 		c->first = 1;
 		c->next_all = cr.all;
-		cr.all = c;
+		__atomic_store_n(&cr.all, c, __ATOMIC_RELEASE);
 		c->thread = c->self = WF_SYS(pthread_self)();
 		c->tid = (pid_t)syscall(SYS_gettid);
 		if (WF_SYS(pthread_getcpuclockid)(c->thread, &c->cpu_clk))
@@ -907,6 +994,7 @@ int wf_carriers_start(void)
 		wf_carriers_free();
 		return e == EAGAIN ? EAGAIN : ENOMEM;
 	}
+	setxid_wrap();
 	return 0;
 
 fail:

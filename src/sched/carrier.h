@@ -28,6 +28,13 @@ WF_HIDDEN wf_ult_t *wf_section_begin(void);
  * a run queue and its kernel thread becomes a spare; returns on a worker. */
 WF_HIDDEN void wf_section_end(wf_ult_t *u);
 
+/* Around glibc's setuid and its kin, inside a section: install the
+ * calling carrier's own glibc descriptor, so that glibc's broadcast of the
+ * change skips this kernel thread and no other; returns what to give to
+ * wf_setxid_end (NULL: nothing was changed). carrier.c, "set*id". */
+WF_HIDDEN void *wf_setxid_begin(void);
+WF_HIDDEN void wf_setxid_end(void *saved);
+
 /* The ULT in a section on the calling kernel thread, or NULL (no worker's
  * ULT runs here then: wf_self is NULL; this is who the thread is). */
 WF_HIDDEN wf_ult_t *wf_section_self(void);
