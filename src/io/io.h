@@ -108,8 +108,10 @@ WF_HIDDEN int wf_io_ready(int fd, uint32_t events);
 /* Stop the watchdog, close the instance and free the table (weft_shutdown: no ULT
  * waits). */
 WF_HIDDEN void wf_io_stop(void);
-/* In the child of a fork: neither the workers nor the watchdog came
- * along, and the instance is the parent's: never used there. */
-WF_HIDDEN void wf_io_forked(void);
+/* In the child of a fork: neither the waiters nor the watchdog came
+ * along, and the instance is the parent's: never used there. again: the
+ * child has a runtime again (runtime/fork.c), and gets a fresh poller with
+ * its first wait; else the poller stays off. */
+WF_HIDDEN void wf_io_forked(int again);
 
 #endif

@@ -88,6 +88,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -552,12 +553,26 @@ void wf_io_stop(void)
 	WF_SYS(pthread_mutex_unlock)(&io.lock);
 }
 
-void wf_io_forked(void)
+void wf_io_forked(int again)
 {
-	/* The instance is shared with the parent, and neither the watchdog
-	 * nor the workers came along: never use it here. */
+	/* The instance is shared with the parent (the same kernel object), and
+	 * neither the watchdog nor any waiter came along: never use it here.
+	 * A child that has a runtime again drops its references to it and
+	 * starts a fresh one with its next wait; the entries are forgotten
+	 * (their locks may have been held by threads that are gone). */
 	atomic_store(&wf_poll_hooks, NULL);
-	atomic_store(&io.state, IO_FAILED);
+	if (!again) {
+		atomic_store(&io.state, IO_FAILED);
+		return;
+	}
+	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	memcpy(&io.lock, &fresh, sizeof fresh);
+	if (atomic_load(&io.state) == IO_RUNNING)
+		io.be->close();
+	for (unsigned i = 0; i < NCHUNKS; i++)
+		free(atomic_exchange(&io.chunks[i], NULL));
+	atomic_store(&wf_poll_waiting, 0);
+	atomic_store(&io.state, IO_IDLE);
 }
 
 /* ---- the public wait ---------------------------------------------------- */

@@ -44,9 +44,9 @@
  *     gone thread's), u's ties to them cut (a joiner, pending signals);
  *   - emptied: wait queues, timers, run queues and inboxes; the other
  *     workers' caches; each scheduler's state (a fresh one of the same
- *     table); the I/O poller, whose kernel instance the parent shares (I/O
- *     waits in the child are the kernel's, in system call sections).
- *     Tracing stops: the trace is the parent's;
+ *     table); the I/O poller, whose kernel instance the parent shares
+ *     (the child makes a fresh one with its first wait). Tracing stops:
+ *     the trace is the parent's;
  *   - u's block gets the child's kernel thread id as its thread id (it
  *     had its registry slot's, which u keeps in the parent: a process-
  *     shared recursive mutex would take the one for the other);
@@ -160,11 +160,11 @@ static void child(void)
 	if (!u) {
 		atomic_store_explicit(&wf_rt.state, WF_RT_FORKED, memory_order_relaxed);
 		wf_forked_child();
-		wf_io_forked();
+		wf_io_forked(0);
 		WF_SYS(pthread_sigmask)(SIG_SETMASK, &fk.mask, NULL);
 		return;
 	}
-	wf_io_forked();
+	wf_io_forked(1);
 	/* Its block's thread id was its registry slot's, which the parent's u
 	 * still has: a process-shared recursive mutex would take one for the
 	 * other. The child's kernel thread id is the process's own. */

@@ -30,10 +30,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -260,6 +262,43 @@ static void test_io_off_waits_in_a_section(void **state)
 	setenv("WEFT_IO", "off", 1);
 	WT_OK(weft_config_init(&c));
 	WT_EQ(c.io, WEFT_IO_OFF);
+}
+
+/* The child of a fork waits on a poller of its own: the parent's instance
+ * (the same kernel object, shared by fork) is not the child's to use, but
+ * the child gets a fresh one, so its waiters park there too - the worker
+ * is never handed over. The parent has used its poller first. */
+static void test_forked_child_parks_on_a_fresh_poller(void **state)
+{
+	init_with(1, 0);
+	run_one_worker_scenario();
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		uint64_t before = handovers_of(0);
+		memset(&one, 0, sizeof one);
+		run_one_worker_scenario();
+		_exit(handovers_of(0) == before ? 0 : 3);
+	}
+	WT_TRUE(pid > 0, "fork: %s", strerror(errno));
+	int status = 0;
+	uint64_t end = wt_now_ns() + 20 * 1000 * MS;
+	pid_t w;
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && wt_now_ns() < end)
+		weft_sleep_ns(MS);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	WT_TRUE(w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"the child's wait was not a park on a poller of its own (status %#x: 3 is a "
+		"hand-over, as a wait in the kernel makes)",
+		status);
+	/* The parent's poller goes on working. */
+	memset(&one, 0, sizeof one);
+	run_one_worker_scenario();
+	WT_EQU(handovers_of(0), 0);
+	WT_OK(weft_shutdown());
 }
 
 /* ---- one worker: a thousand waiters ---------------------------------------- */
@@ -1153,6 +1192,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ready_pipe_returns_at_once),
 		cmocka_unit_test(test_past_deadline),
 		cmocka_unit_test(test_waiter_parks_and_worker_runs_others),
+		cmocka_unit_test(test_forked_child_parks_on_a_fresh_poller),
 		cmocka_unit_test(test_thousand_waiters_on_one_worker),
 		cmocka_unit_test(test_timeout_monotonic),
 		cmocka_unit_test(test_timeout_realtime),
