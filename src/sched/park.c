@@ -77,13 +77,13 @@ void wf_park(wf_parker_t *p)
 		wf_block(w, p->ult, WF_AFTER_PARK);
 		return;
 	}
-	wf_park_until(p, 0);
+	wf_park_until(p, 0, 0);
 }
 
 /* Foreign threads only: park until a token arrives or, if deadline_ns is
  * not 0, until CLOCK_MONOTONIC passes it. Returns 0 (token consumed) or
  * ETIMEDOUT (no token consumed, the parker is EMPTY). */
-int wf_park_until(wf_parker_t *p, uint64_t deadline_ns)
+int wf_park_until(wf_parker_t *p, uint64_t deadline_ns, int intr)
 {
 	WF_ASSERT(p->ult == NULL);
 	if (take_token(p))
@@ -117,7 +117,13 @@ int wf_park_until(wf_parker_t *p, uint64_t deadline_ns)
 			rel.tv_nsec = (long)((deadline_ns - now) % 1000000000u);
 			relp = &rel;
 		}
-		wf_futex_wait(&p->state, WF_PARK_PARKED, relp);
+		if (wf_futex_wait(&p->state, WF_PARK_PARKED, relp) == -EINTR && intr) {
+			e = WF_PARK_PARKED; /* a handler ran: stop waiting, as for a deadline */
+			if (atomic_compare_exchange_strong_explicit(&p->state, &e, WF_PARK_EMPTY,
+								    memory_order_acquire,
+								    memory_order_relaxed))
+				return EINTR;
+		}
 	}
 }
 

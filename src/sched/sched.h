@@ -351,7 +351,10 @@ static inline int wf_mpfifo_empty(const wf_mpfifo_t *f)
 WF_HIDDEN void wf_park(wf_parker_t *p);
 WF_HIDDEN void wf_unpark(wf_parker_t *p);
 WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);
-WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns);
+/* A foreign thread parks on p until unparked (0), until deadline_ns passes
+ * (ETIMEDOUT; 0: none) or, if intr, until a signal handler ran on it
+ * (EINTR). */
+WF_HIDDEN int wf_park_until(wf_parker_t *p, uint64_t deadline_ns, int intr);
 WF_HIDDEN wf_parker_t *wf_foreign_parker(void);
 
 /* Workers (worker.c). */

@@ -199,12 +199,16 @@ static int status_rc(int status)
 }
 
 /* A foreign thread waits: futex-sleep on its parker, with the deadline. */
-static int wait_foreign(wf_waiter_t *me, uint64_t deadline)
+/* A foreign thread waits on its parker's futex. intr: a cancellation point
+ * (a semaphore wait, a sleep), which a handler that ran on this thread
+ * interrupts with EINTR, as glibc's; other waits go on. */
+static int wait_foreign(wf_waiter_t *me, uint64_t deadline, int intr)
 {
-	if (wf_park_until(&me->parker, deadline) == ETIMEDOUT) {
-		if (dequeue(me, WF_W_TIMEDOUT))
-			return ETIMEDOUT;
-		wf_park_until(&me->parker, 0); /* the remover's token is on its way */
+	int rc = wf_park_until(&me->parker, deadline, intr);
+	if (rc) {
+		if (dequeue(me, rc == ETIMEDOUT ? WF_W_TIMEDOUT : WF_W_INTERRUPTED))
+			return rc;
+		wf_park_until(&me->parker, 0, 0); /* the remover's token is on its way */
 	}
 	return status_rc(me->status);
 }
@@ -299,7 +303,7 @@ again:
 		rc = wait_ult(w, &me, deadline);
 		self->block_reason = WF_BLOCK_NONE;
 	} else {
-		rc = wait_foreign(&me, deadline);
+		rc = wait_foreign(&me, deadline, flags & WF_WAIT_CANCEL);
 	}
 
 	if (self) {

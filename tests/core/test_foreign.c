@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 static void *return_arg(void *arg)
@@ -148,6 +149,61 @@ static void test_foreign_join_blocks_until_exit(void **state)
 	wt_pthread_join(&p);
 	WT_OK(j.rc);
 	WT_EQ_PTR(j.ret, (void *)77);
+	WT_OK(weft_shutdown());
+}
+
+static atomic_int foreign_handled;
+
+static void note_handled(int sig)
+{
+	(void)sig;
+	atomic_store(&foreign_handled, 1);
+}
+
+struct foreign_sem {
+	weft_sem_t sem;
+	int timed;
+	atomic_int waiting;
+	int rc;
+};
+
+static void *sem_wait_from_pthread(void *arg)
+{
+	struct foreign_sem *f = arg;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 20;
+	atomic_store(&f->waiting, 1);
+	f->rc = f->timed ? weft_sem_timedwait(&f->sem, &ts) : weft_sem_wait(&f->sem);
+	return NULL;
+}
+
+/* A foreign thread waiting on a semaphore (a cancellation point) returns
+ * EINTR once a signal handler ran on it, as a thread waiting in glibc's
+ * sem_wait does; it does not wait on until its deadline. */
+static void test_foreign_sem_wait_interrupted_by_handler(void **state)
+{
+	wt_init(2);
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = note_handled; /* no SA_RESTART */
+	sigemptyset(&sa.sa_mask);
+	WT_OK(sigaction(SIGUSR1, &sa, &old));
+	for (int timed = 0; timed <= 1; timed++) {
+		struct foreign_sem f = {.timed = timed};
+		atomic_store(&foreign_handled, 0);
+		WT_OK(weft_sem_init(&f.sem, 0, 0));
+		struct wt_pthread p;
+		wt_pthread_start(&p, sem_wait_from_pthread, &f);
+		WT_WAIT(atomic_load(&f.waiting), 10);
+		weft_sleep_ns(20000000); /* inside its wait */
+		WT_OK(pthread_kill(p.thread, SIGUSR1));
+		wt_pthread_join(&p);
+		WT_EQ(atomic_load(&foreign_handled), 1);
+		WT_ERR(f.rc, EINTR);
+		WT_OK(weft_sem_destroy(&f.sem));
+	}
+	WT_OK(sigaction(SIGUSR1, &old, NULL));
 	WT_OK(weft_shutdown());
 }
 
@@ -337,6 +393,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_create_and_join_from_foreign_thread),
 		cmocka_unit_test(test_main_joins_ult_created_by_foreign_thread),
 		cmocka_unit_test(test_foreign_join_blocks_until_exit),
+		cmocka_unit_test(test_foreign_sem_wait_interrupted_by_handler),
 		cmocka_unit_test(test_detach_from_foreign_thread),
 		cmocka_unit_test(test_foreign_join_errors),
 		cmocka_unit_test(test_concurrent_creates_from_pthreads_and_ults),
