@@ -10,8 +10,9 @@
  *            a wait, take it out of the wait (wait.c): a cancellation point
  *            (sleeps, condition and semaphore waits, weft_wait) returns
  *            EINTR (condition waits report it as a spurious wake-up, as
- *            POSIX says they do); any other wait (a mutex, a barrier) runs
- *            the handler and waits again. A send to oneself delivers at once.
+ *            POSIX says they do); any other wait (a mutex, a barrier, a
+ *            join: sched/join.c) runs the handler and waits again. A send
+ *            to oneself delivers at once.
  *   deliver  when the ULT's wait returns, when it unblocks the signal, and
  *            on pthread_kill to itself: every pending, unblocked signal is
  *            cleared and raised.
