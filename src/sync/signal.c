@@ -43,7 +43,12 @@
  * takes it, running or not (procsig.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sched/carrier.h"
 #include "sched/preempt.h"
@@ -241,12 +246,42 @@ void wf_sig_fill(uint64_t m, sigset_t *set)
 			sigaddset(set, s);
 }
 
+/* The signals pending for the calling kernel thread alone (sent to it with
+ * tgkill or raise, not to the process): /proc's SigPnd. Raw system calls:
+ * libweft-pthread.so defines open and read. */
+static uint64_t thread_pending(void)
+{
+	char buf[2048];
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long n = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
+	syscall(SYS_close, (int)fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nSigPnd:");
+	return p ? strtoull(p + 8, NULL, 16) : 0;
+}
+
 void wf_sig_take_foreign(wf_ult_t *root)
 {
 	sigset_t k;
 	uint64_t m = WF_SYS(pthread_sigmask)(SIG_BLOCK, NULL, &k) == 0 ? wf_sig_bits(&k) : 0;
 	atomic_store_explicit(&root->sig_mask, m & ~UNBLOCKABLE, memory_order_relaxed);
 	wf_kmask_account(m & ~UNBLOCKABLE, 1); /* counted as a live ULT's (sched.c) */
+	/* What was sent to this thread alone while it blocked it (a raise
+	 * before the runtime started) is the root's now, not its kernel
+	 * thread's, which every ULT that runs there would see as its own. */
+	uint64_t mine = thread_pending() & m & ~UNBLOCKABLE;
+	for (int sig = 1; mine && sig <= 64; sig++) {
+		if (!(mine & wf_sig_bit(sig)))
+			continue;
+		uint64_t one = wf_sig_bit(sig);
+		struct timespec zero = {0, 0};
+		if (syscall(SYS_rt_sigtimedwait, &one, NULL, &zero, sizeof one) == sig)
+			atomic_fetch_or_explicit(&root->sig_pending, one, memory_order_relaxed);
+	}
 }
 
 int wf_sig_mask(wf_ult_t *self, int how, const sigset_t *set, sigset_t *old)
