@@ -35,7 +35,8 @@
  * What this cannot see: calls libc makes to itself (fread's read, system's
  * waitpid, getaddrinfo's sockets go through libc-internal names), system
  * calls made with syscall(2) or inline (libgomp's futex waits), and the
- * header mode (include/weft/compat renames the pthread calls only). Those
+ * header mode (include/weft/compat renames the pthread and signal calls
+ * only: the sigwait family and sigsuspend are src/posix/sigaction.c's). Those
  * still block their worker while they last; docs/posix-coverage.md,
  * "Blocking system calls".
  *
@@ -693,83 +694,7 @@ WF_BLOCKING(0, pid_t, wait4, (pid_t p, int *st, int o, struct rusage *r), (p, st
 WF_BLOCKING(0, int, flock, (int fd, int op), (fd, op))
 WF_BLOCKING(1, int, fsync, (int fd), (fd))
 WF_BLOCKING(1, int, fdatasync, (int fd), (fd))
-/* sigsuspend waits in the kernel with the set as its kernel thread's mask.
- * What the set unblocks and the ULT's own mask blocks must end it too when
- * weft has it: a signal sent to the ULT (pthread_kill) or held for the
- * process (src/sync/procsig.c). Those pending already are raised on the
- * kernel thread first (they arrive as soon as the set is installed);
- * those sent while it waits find it as a sigwait's do (sig_waiting:
- * src/sync/signal.c sends them to its kernel thread, and procsig.c's
- * placement prefers it). */
-WF_PX_API int sigsuspend(const sigset_t *s)
-{
-	WF_REAL(wf_f_, int, sigsuspend, (const sigset_t *))
-	wf_testcancel();
-	wf_ult_t *u = wf_section_begin();
-	uint64_t open = u && s ? ~wf_sig_bits(s) & atomic_load(&u->sig_mask) : 0;
-	if (open)
-		for (uint64_t p = wf_sig_take_set(u, open); p; p &= p - 1)
-			WF_SYS(raise)(__builtin_ctzll(p) + 1);
-	int r = wf_f_(s);
-	int e = errno;
-	if (open)
-		wf_sig_wait_done(u);
-	errno = e;
-	wf_section_end(u);
-	return r;
-}
 WF_BLOCKING(1, int, pause, (void), ())
-
-/* Waiting for signals: the thread blocked them (pthread_sigmask: a ULT's
- * own mask in weft, sync/signal.c), and the kernel hands a blocked signal
- * to sigwait only if the kernel thread blocks it too: so the set is blocked
- * in the kernel thread's mask for the call. A signal sent to the ULT before
- * it waits is pending in weft and taken at once (wf_sig_take); one sent
- * while it waits goes to its kernel thread (wf_section_kill). */
-#define WF_SIGWAIT(ret, name, params, args, taken)                                          \
-	WF_PX_API ret name params                                                           \
-	{                                                                                   \
-		WF_REAL(wf_f_, ret, name, params)                                           \
-		wf_testcancel();                                                            \
-		sigset_t wf_old_;                                                           \
-		int wf_masked_ = s && WF_SYS(pthread_sigmask)(SIG_BLOCK, s, &wf_old_) == 0; \
-		wf_ult_t *wf_u_ = wf_section_begin();                                       \
-		int wf_sig_ = wf_u_ && s ? wf_sig_take(wf_u_, s) : 0;                       \
-		ret wf_r_;                                                                  \
-		if (wf_sig_)                                                                \
-			wf_r_ = (taken);                                                    \
-		else                                                                        \
-			wf_r_ = wf_f_ args;                                                 \
-		int wf_e_ = errno;                                                          \
-		if (wf_u_ && s)                                                             \
-			wf_sig_wait_done(wf_u_);                                            \
-		/* Before the end: it may resume on another kernel thread. */               \
-		if (wf_masked_)                                                             \
-			WF_SYS(pthread_sigmask)(SIG_SETMASK, &wf_old_, NULL);               \
-		errno = wf_e_;                                                              \
-		wf_section_end(wf_u_);                                                      \
-		return wf_r_;                                                               \
-	}
-
-/* What the kernel says of a signal sent by pthread_kill. */
-static int took(int sig, int *out, siginfo_t *i)
-{
-	if (out)
-		*out = sig;
-	if (i) {
-		memset(i, 0, sizeof *i);
-		i->si_signo = sig;
-		i->si_code = SI_TKILL;
-		i->si_pid = getpid();
-		i->si_uid = getuid();
-	}
-	return sig;
-}
-
-WF_SIGWAIT(int, sigwait, (const sigset_t *s, int *sig), (s, sig), (took(wf_sig_, sig, NULL), 0))
-WF_SIGWAIT(int, sigwaitinfo, (const sigset_t *s, siginfo_t *i), (s, i), took(wf_sig_, NULL, i))
-WF_SIGWAIT(int, sigtimedwait, (const sigset_t *s, siginfo_t *i, const struct timespec *t),
-	   (s, i, t), took(wf_sig_, NULL, i))
 
 /* fcntl is variadic: only the waiting lock commands make a section, and
  * only F_SETLKW/F_OFD_SETLKW are cancellation points (glibc's rule). */

@@ -70,6 +70,12 @@ WF_HIDDEN void *wf_px_next_symbol(const char *name);
 		f = (ret(*) params)wf_px_next_symbol(#name);            \
 		__atomic_store_n(&f##_real_, f, __ATOMIC_RELAXED);      \
 	}
+/* glibc's `name`, in either build: libweft-pthread.so defines the name
+ * itself and looks glibc's up; libweft defines weft_px_<name> and calls
+ * the plain one. */
+#define WF_GLIBC(f, ret, name, params) WF_REAL(f, ret, name, params)
+#else
+#define WF_GLIBC(f, ret, name, params) ret(*f) params = name;
 #endif
 /* Jump into the newest glibc-style cleanup frame of u (no return;
  * unwind.c). The exit path reaches it through wf_unwind_hook. */

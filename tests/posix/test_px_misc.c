@@ -202,9 +202,6 @@ static void *wait_in_sigwait(void *arg)
 /* A blocked signal sent with pthread_kill is taken by the thread's sigwait. */
 static void test_sigwait(void **state)
 {
-	if (px_weft())
-		PX_SKIP("sigwait waits on the worker's kernel thread; weft keeps a signal sent "
-			"to a thread pending for that thread (docs/posix-coverage.md)");
 	sigset_t orig, one = just(SIGUSR1, 0);
 	PX_OK(pthread_sigmask(SIG_BLOCK, &one, &orig));
 	atomic_int ready = 0;

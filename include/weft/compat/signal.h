@@ -29,6 +29,14 @@ extern int weft_px_siginterrupt(int sig, int flag);
 extern int weft_px_sigpending(__sigset_t *set);
 extern int weft_px_raise(int sig);
 extern int weft_px_kill(__pid_t pid, int sig);
+extern int weft_px_sigwait(const __sigset_t *set, int *sig);
+extern int weft_px_sigsuspend(const __sigset_t *set);
+#ifdef __USE_POSIX199309
+struct timespec;
+extern int weft_px_sigwaitinfo(const __sigset_t *set, siginfo_t *info);
+extern int weft_px_sigtimedwait(const __sigset_t *set, siginfo_t *info,
+				const struct timespec *timeout);
+#endif
 
 #ifdef __cplusplus
 }
@@ -41,5 +49,11 @@ extern int weft_px_kill(__pid_t pid, int sig);
 #define sigpending(set)          weft_px_sigpending(set)
 #define raise(sig)               weft_px_raise(sig)
 #define kill(pid, sig)           weft_px_kill(pid, sig)
+#define sigwait(set, sig)        weft_px_sigwait(set, sig)
+#define sigsuspend(set)          weft_px_sigsuspend(set)
+#ifdef __USE_POSIX199309
+#define sigwaitinfo(set, info)        weft_px_sigwaitinfo(set, info)
+#define sigtimedwait(set, info, time) weft_px_sigtimedwait(set, info, time)
+#endif
 
 #endif
