@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "posix/posix.h"
@@ -597,7 +598,7 @@ WF_PX_API int WF_PX(sigprocmask)(int how, const __sigset_t *set, __sigset_t *old
 static int worker_of_cpu(int cpu)
 {
 	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof allowed, &allowed))
+	if (WF_SYS(sched_getaffinity)(0, sizeof allowed, &allowed))
 		return -1;
 	int idx = 0;
 	for (int c = 0; c < cpu && c < CPU_SETSIZE; c++)
@@ -608,7 +609,7 @@ static int worker_of_cpu(int cpu)
 static int nth_cpu(int n)
 {
 	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof allowed, &allowed))
+	if (WF_SYS(sched_getaffinity)(0, sizeof allowed, &allowed))
 		return -1;
 	int count = CPU_COUNT(&allowed);
 	if (count == 0)
@@ -624,7 +625,7 @@ static int nth_cpu(int n)
 static int worker_of_set(size_t size, const cpu_set_t *set)
 {
 	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof allowed, &allowed))
+	if (WF_SYS(sched_getaffinity)(0, sizeof allowed, &allowed))
 		return -2;
 	int first = -1, all = 1;
 	for (int c = 0; c < CPU_SETSIZE && (size_t)c < size * 8; c++) {
@@ -639,15 +640,8 @@ static int worker_of_set(size_t size, const cpu_set_t *set)
 	return all ? -1 : worker_of_cpu(first);
 }
 
-WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_set_t *set)
+static int set_affinity(wf_ult_t *u, size_t size, const cpu_set_t *set)
 {
-	if (!set)
-		return EINVAL;
-	if (!wf_px_is_ult(t))
-		return WF_SYS(pthread_setaffinity_np)(t, size, set);
-	wf_ult_t *u = ult_of(t);
-	if (!u)
-		return ESRCH;
 	int wk = worker_of_set(size, set);
 	if (wk == -2)
 		return EINVAL; /* no usable CPU in the set */
@@ -657,6 +651,28 @@ WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_
 	return 0;
 }
 
+static int get_affinity(wf_ult_t *u, size_t size, cpu_set_t *set)
+{
+	if (u->bound_worker < 0)
+		return WF_SYS(sched_getaffinity)(0, size, set) ? errno : 0;
+	CPU_ZERO_S(size, set);
+	int c = nth_cpu(u->bound_worker);
+	if (c < 0 || (size_t)c >= size * 8)
+		return EINVAL;
+	CPU_SET_S(c, size, set);
+	return 0;
+}
+
+WF_PX_API int WF_PX(pthread_setaffinity_np)(pthread_t t, size_t size, const cpu_set_t *set)
+{
+	if (!set)
+		return EINVAL;
+	if (!wf_px_is_ult(t))
+		return WF_SYS(pthread_setaffinity_np)(t, size, set);
+	wf_ult_t *u = ult_of(t);
+	return u ? set_affinity(u, size, set) : ESRCH;
+}
+
 WF_PX_API int WF_PX(pthread_getaffinity_np)(pthread_t t, size_t size, cpu_set_t *set)
 {
 	if (!set)
@@ -664,15 +680,42 @@ WF_PX_API int WF_PX(pthread_getaffinity_np)(pthread_t t, size_t size, cpu_set_t 
 	if (!wf_px_is_ult(t))
 		return WF_SYS(pthread_getaffinity_np)(t, size, set);
 	wf_ult_t *u = ult_of(t);
-	if (!u)
-		return ESRCH;
-	if (u->bound_worker < 0)
-		return sched_getaffinity(0, size, set) ? errno : 0;
-	CPU_ZERO_S(size, set);
-	int c = nth_cpu(u->bound_worker);
-	if (c < 0 || (size_t)c >= size * 8)
-		return EINVAL;
-	CPU_SET_S(c, size, set);
+	return u ? get_affinity(u, size, set) : ESRCH;
+}
+
+/* sched_setaffinity and sched_getaffinity of the calling thread (pid 0, or
+ * the id of the kernel thread it runs on, which is what gettid tells it)
+ * act on the calling ULT, as glibc's act on the calling thread:
+ * pthread_setaffinity_np and pthread_getaffinity_np of it. Any other pid
+ * (another process, a kernel thread) is the kernel's. -1 and errno. */
+static int self_pid(pid_t pid)
+{
+	return pid == 0 || pid == (pid_t)syscall(SYS_gettid);
+}
+
+WF_PX_API int WF_PX(sched_setaffinity)(pid_t pid, size_t size, const cpu_set_t *set)
+{
+	wf_ult_t *u = wf_self();
+	if (!u || !set || !self_pid(pid))
+		return WF_SYS(sched_setaffinity)(pid, size, set);
+	int e = set_affinity(u, size, set);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+WF_PX_API int WF_PX(sched_getaffinity)(pid_t pid, size_t size, cpu_set_t *set)
+{
+	wf_ult_t *u = wf_self();
+	if (!u || !set || !self_pid(pid))
+		return WF_SYS(sched_getaffinity)(pid, size, set);
+	int e = get_affinity(u, size, set);
+	if (e) {
+		errno = e;
+		return -1;
+	}
 	return 0;
 }
 
@@ -777,7 +820,7 @@ WF_PX_API int WF_PX(pthread_attr_getaffinity_np)(const pthread_attr_t *a, size_t
 	if (!x || !set)
 		return EINVAL;
 	if (x->worker < 0)
-		return sched_getaffinity(0, size, set) ? errno : 0;
+		return WF_SYS(sched_getaffinity)(0, size, set) ? errno : 0;
 	CPU_ZERO_S(size, set);
 	int c = nth_cpu(x->worker);
 	if (c < 0 || (size_t)c >= size * 8)

@@ -147,8 +147,9 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 			c.workers = (int)n;
 		} else {
 			cpu_set_t set;
-			c.workers =
-				sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+			c.workers = WF_SYS(sched_getaffinity)(0, sizeof set, &set) == 0
+					    ? CPU_COUNT(&set)
+					    : 1;
 			if (c.workers < 1)
 				c.workers = 1;
 		}

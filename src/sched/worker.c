@@ -128,20 +128,20 @@ void wf_pin_self(int worker)
 	/* The calling kernel thread (0), not glibc's pthread_self(): that
 	 * names the installed thread control block, which at a carrier's home
 	 * may be one made for it (sched.c, "Thread pointers"). */
-	sched_setaffinity(0, sizeof one, &one);
+	WF_SYS(sched_setaffinity)(0, sizeof one, &one);
 }
 
 void wf_save_root_affinity(void)
 {
 	if (wf_rt.pin)
 		root_affinity_saved =
-			sched_getaffinity(0, sizeof root_affinity, &root_affinity) == 0;
+			WF_SYS(sched_getaffinity)(0, sizeof root_affinity, &root_affinity) == 0;
 }
 
 void wf_restore_root_affinity(void)
 {
 	if (root_affinity_saved) {
-		sched_setaffinity(0, sizeof root_affinity, &root_affinity);
+		WF_SYS(sched_setaffinity)(0, sizeof root_affinity, &root_affinity);
 		root_affinity_saved = 0;
 	}
 }
@@ -220,7 +220,7 @@ static void worker_free(wf_worker_t *w)
 int wf_workers_start(void)
 {
 	int n = wf_rt.nworkers;
-	if (sched_getaffinity(0, sizeof allowed_cpus, &allowed_cpus) != 0)
+	if (WF_SYS(sched_getaffinity)(0, sizeof allowed_cpus, &allowed_cpus) != 0)
 		CPU_ZERO(&allowed_cpus);
 	wf_rt.workers = calloc((size_t)n, sizeof *wf_rt.workers);
 	if (!wf_rt.workers)

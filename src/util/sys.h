@@ -54,6 +54,8 @@
 	X(int, sigpending, (sigset_t *))                                                         \
 	X(int, raise, (int))                                                                     \
 	X(int, kill, (pid_t, int))                                                               \
+	X(int, sched_getaffinity, (pid_t, size_t, cpu_set_t *))                                  \
+	X(int, sched_setaffinity, (pid_t, size_t, const cpu_set_t *))                            \
 	X(int, __register_atfork, (void (*)(void), void (*)(void), void (*)(void), void *))
 
 /* What pthread_atfork calls (glibc exports it, GLIBC_2.3.2, but declares it

@@ -1,7 +1,8 @@
 /* Scheduling: sched_yield hands the CPU to another thread on the same CPU
  * (threads pinned to one CPU take turns through sched_yield alone), yielding
  * threads all make progress, CPU affinity (the glibc extensions
- * pthread_setaffinity_np/getaffinity_np/pthread_attr_setaffinity_np), the
+ * pthread_setaffinity_np/getaffinity_np/pthread_attr_setaffinity_np, and
+ * sched_setaffinity of the calling thread), the
  * scheduling attributes and parameters (SCHED_OTHER, priority 0; invalid
  * policies), and pthread_getcpuclockid: a clock that advances while its thread
  * computes and hardly at all while it sleeps. */
@@ -201,6 +202,66 @@ static void test_affinity_round_trip(void **state)
 	PX_SYSOK(sem_post(&s));
 	px_join(t);
 	sem_destroy(&s);
+}
+
+struct bystander {
+	atomic_int go, done;
+	int wrong; /* looks at its own affinity that found it changed */
+	cpu_set_t expect;
+};
+
+static void *look_at_own_affinity(void *arg)
+{
+	struct bystander *b = arg;
+	PX_WAIT(atomic_load(&b->go), 10);
+	for (int i = 0; i < 200; i++) {
+		cpu_set_t got;
+		CPU_ZERO(&got);
+		PX_SYSOK(sched_getaffinity(0, sizeof got, &got));
+		b->wrong += !CPU_EQUAL(&got, &b->expect);
+		sched_yield();
+	}
+	atomic_store(&b->done, 1);
+	return NULL;
+}
+
+/* sched_setaffinity(0, ...) is the calling thread's, as on Linux: it and
+ * sched_getaffinity(0, ...) round-trip for it, and threads that did not
+ * call it keep their own set - under weft too, where the kernel thread the
+ * caller happened to run on also runs others. */
+static void test_sched_setaffinity_is_per_thread(void **state)
+{
+	int first;
+	int n = px_usable_cpus(&first);
+	if (n < 2)
+		PX_SKIP("one usable CPU");
+	cpu_set_t orig, one, got;
+	PX_SYSOK(sched_getaffinity(0, sizeof orig, &orig));
+	struct bystander b[4];
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++) {
+		memset(&b[i], 0, sizeof b[i]);
+		b[i].expect = orig;
+		t[i] = px_start(NULL, look_at_own_affinity, &b[i]);
+	}
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	PX_SYSOK(sched_setaffinity(0, sizeof one, &one));
+	for (int i = 0; i < 4; i++)
+		atomic_store(&b[i].go, 1);
+	for (int i = 0; i < 200; i++) {
+		CPU_ZERO(&got);
+		PX_SYSOK(sched_getaffinity(0, sizeof got, &got));
+		PX_TRUE(CPU_EQUAL(&got, &one), "the caller's own affinity is CPU %d", first);
+		sched_yield();
+	}
+	for (int i = 0; i < 4; i++) {
+		px_join(t[i]);
+		PX_EQ(b[i].wrong, 0);
+	}
+	PX_SYSOK(sched_setaffinity(0, sizeof orig, &orig));
+	PX_SYSOK(sched_getaffinity(0, sizeof got, &got));
+	PX_TRUE(CPU_EQUAL(&got, &orig), "the original affinity is back");
 }
 
 /* pthread_attr_setaffinity_np: the thread starts with the given set. */
@@ -518,6 +579,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_busy_yielders_all_progress),
 		PX_TEST(test_affinity_round_trip),
 		PX_TEST(test_attr_affinity),
+		PX_TEST(test_sched_setaffinity_is_per_thread),
 		PX_TEST(test_attr_sched),
 		PX_TEST(test_create_with_sched_attr),
 		PX_TEST(test_setschedparam),
