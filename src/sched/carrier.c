@@ -751,19 +751,13 @@ enum { SAW_SECTION = 1, SAW_RUNNING = 2, SAW_STUCK = 4 };
  * again when the handler returns. Any other wait (a poll, a sigsuspend, a
  * timed wait) would fail with EINTR, which a program that sent itself no
  * signal need not expect - so only this one is preempted. Read from
- * /proc (raw system calls: libweft-pthread.so defines read). */
+ * /proc. */
 static int in_plain_futex_wait(pid_t tid)
 {
 	char path[64], buf[256];
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (wf_read_proc(path, buf, sizeof buf) < 0)
 		return 0;
-	long n = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
-	syscall(SYS_close, (int)fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	/* "nr arg1 arg2 arg3 arg4 ...", or "running". */
 	unsigned long nr, a1, op, a3, timeout;
 	if (sscanf(buf, "%lu %lx %lx %lx %lx", &nr, &a1, &op, &a3, &timeout) != 5)

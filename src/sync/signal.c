@@ -43,12 +43,10 @@
  * takes it, running or not (procsig.c).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include "sched/carrier.h"
 #include "sched/preempt.h"
@@ -247,19 +245,12 @@ void wf_sig_fill(uint64_t m, sigset_t *set)
 }
 
 /* The signals pending for the calling kernel thread alone (sent to it with
- * tgkill or raise, not to the process): /proc's SigPnd. Raw system calls:
- * libweft-pthread.so defines open and read. */
+ * tgkill or raise, not to the process): /proc's SigPnd. */
 static uint64_t thread_pending(void)
 {
 	char buf[2048];
-	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (wf_read_proc("/proc/thread-self/status", buf, sizeof buf) < 0)
 		return 0;
-	long n = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
-	syscall(SYS_close, (int)fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	const char *p = strstr(buf, "\nSigPnd:");
 	return p ? strtoull(p + 8, NULL, 16) : 0;
 }

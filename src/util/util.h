@@ -4,6 +4,7 @@
 #define WF_UTIL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -63,6 +64,22 @@ static inline void wf_cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
+}
+
+/* Read up to n-1 bytes of a /proc file into buf, NUL-terminated; the
+ * length, or -1. Raw system calls: libweft-pthread.so defines open and
+ * read. Async-signal-safe. */
+static inline long wf_read_proc(const char *path, char *buf, size_t n)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long r = syscall(SYS_read, (int)fd, buf, n - 1);
+	syscall(SYS_close, (int)fd);
+	if (r <= 0)
+		return -1;
+	buf[r] = 0;
+	return r;
 }
 
 /* Internal syscall wrappers return -errno; the sign flips once, at the API. */

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The test the watchdog is guarding, for its message. */
@@ -160,4 +161,18 @@ void px_compute_ms(long long ms)
 	while (px_now(CLOCK_MONOTONIC) < end)
 		for (int i = 0; i < 1000; i++)
 			x = x * 2862933555777941757ul + 3037000493ul;
+}
+
+int px_wait_child(pid_t pid, int seconds)
+{
+	int status = 0;
+	long long end = px_now(CLOCK_MONOTONIC) + seconds * PX_NS_PER_S;
+	pid_t w;
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && px_now(CLOCK_MONOTONIC) < end)
+		px_sleep_ns(PX_NS_PER_MS);
+	if (w == pid)
+		return status;
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }

@@ -211,6 +211,10 @@ void px_relax(void);
 pthread_t px_start(const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 void *px_join(pthread_t t);
 
+/* Wait up to `seconds` for child process pid; its wait status, or -1 if it
+ * did not end in time (then it is killed and reaped). */
+int px_wait_child(pid_t pid, int seconds);
+
 /* The CPUs this thread may run on, as a count and as the lowest one. */
 int px_usable_cpus(int *first);
 

@@ -327,18 +327,8 @@ static void test_atfork_single_fork(void **state)
 		_exit(strcmp(fork_seq, "p2p1c1c2") == 0 ? 0 : 1);
 	PX_EQ_STR(fork_seq, "p2p1P1P2");
 
-	int status = 0;
-	long long end = px_now(CLOCK_MONOTONIC) + 10 * PX_NS_PER_S;
-	pid_t w;
-	while ((w = waitpid(pid, &status, WNOHANG)) == 0) {
-		if (px_now(CLOCK_MONOTONIC) > end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			fail_msg("the child did not exit within 10 s");
-		}
-		px_relax();
-	}
-	PX_EQ(w, pid);
+	int status = px_wait_child(pid, 10);
+	PX_TRUE(status != -1, "the child did not exit within 10 s");
 	PX_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		"the child saw the wrong handler order (status %#x)", status);
 }
@@ -498,16 +488,8 @@ static void test_setxid_with_threads(void **state)
 	if (pid == 0)
 		_exit(seteuid(geteuid()) == 0 && setegid(getegid()) == 0 ? 0 : 1);
 	PX_TRUE(pid > 0, "fork: %s", strerror(errno));
-	int status = 0;
-	long long end = px_now(CLOCK_MONOTONIC) + 20 * PX_NS_PER_S;
-	pid_t w;
-	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && px_now(CLOCK_MONOTONIC) < end)
-		px_sleep_ns(PX_NS_PER_MS);
-	if (w == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-	}
-	PX_TRUE(w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	int status = px_wait_child(pid, 20);
+	PX_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		"the child's seteuid did not return 0 within 20 s (status %#x)", status);
 	atomic_store(&setxid_stop, 1);
 	for (int i = 3; i < 6; i++)

@@ -207,16 +207,8 @@ static void test_stack_size_ends_at_the_guard(void **state)
 		pthread_join(t, NULL);
 		_exit(0); /* ran 64 KiB down a 64 KiB stack: no guard hit */
 	}
-	int status = 0;
-	long long end = px_now(CLOCK_MONOTONIC) + 20 * PX_NS_PER_S;
-	pid_t w;
-	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && px_now(CLOCK_MONOTONIC) < end)
-		px_sleep_ns(PX_NS_PER_MS);
-	if (w == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		fail_msg("the child did not end within 20 s");
-	}
+	int status = px_wait_child(pid, 20);
+	PX_TRUE(status != -1, "the child did not end within 20 s");
 	PX_TRUE(WIFSIGNALED(status), "the child %s %d, not killed by its guard page",
 		WIFEXITED(status) ? "exited" : "ended",
 		WIFEXITED(status) ? WEXITSTATUS(status) : status);
