@@ -270,6 +270,9 @@ static void test_io_off_waits_in_a_section(void **state)
  * is never handed over. The parent has used its poller first. */
 static void test_forked_child_parks_on_a_fresh_poller(void **state)
 {
+#if defined(__SANITIZE_THREAD__)
+	wt_skip("ThreadSanitizer cannot start threads in the child of a fork with threads");
+#endif
 	init_with(1, 0);
 	run_one_worker_scenario();
 	fflush(NULL);
