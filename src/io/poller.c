@@ -140,6 +140,7 @@ static struct {
 	_Atomic uint64_t last; /* when reports were last taken (ns) */
 	const wf_io_backend_t *be;
 	_Atomic(wf_iofd_t *) chunks[NCHUNKS];
+	atomic_uint nchunks; /* chunks below this index may have been made */
 } io = {.lock = PTHREAD_MUTEX_INITIALIZER, .sleeper = -1};
 
 static wf_iofd_t *entry(int fd, int make)
@@ -151,9 +152,12 @@ static wf_iofd_t *entry(int fd, int make)
 		if (!fresh)
 			return NULL;
 		if (atomic_compare_exchange_strong_explicit(at, &c, fresh, memory_order_acq_rel,
-							    memory_order_acquire))
+							    memory_order_acquire)) {
 			c = fresh;
-		else
+			unsigned i = (unsigned)fd >> CHUNK_BITS, n = atomic_load(&io.nchunks);
+			while (n <= i && !atomic_compare_exchange_weak(&io.nchunks, &n, i + 1))
+				;
+		} else
 			free(fresh); /* another waiter made it first: c is its */
 	}
 	return c ? &c[(unsigned)fd & (CHUNK - 1)] : NULL;
@@ -544,10 +548,8 @@ void wf_io_stop(void)
 		WF_SYS(pthread_join)(io.thread, NULL);
 		io.be->close();
 	}
-	for (unsigned i = 0; i < NCHUNKS; i++) {
-		wf_iofd_t *c = atomic_exchange(&io.chunks[i], NULL);
-		free(c);
-	}
+	for (unsigned i = 0, n = atomic_exchange(&io.nchunks, 0); i < n; i++)
+		free(atomic_exchange(&io.chunks[i], NULL));
 	atomic_store(&wf_poll_waiting, 0);
 	atomic_store(&io.state, IO_IDLE);
 	WF_SYS(pthread_mutex_unlock)(&io.lock);
@@ -569,7 +571,7 @@ void wf_io_forked(int again)
 	memcpy(&io.lock, &fresh, sizeof fresh);
 	if (atomic_load(&io.state) == IO_RUNNING)
 		io.be->close();
-	for (unsigned i = 0; i < NCHUNKS; i++)
+	for (unsigned i = 0, n = atomic_exchange(&io.nchunks, 0); i < n; i++)
 		free(atomic_exchange(&io.chunks[i], NULL));
 	atomic_store(&wf_poll_waiting, 0);
 	atomic_store(&io.state, IO_IDLE);
