@@ -47,7 +47,8 @@
  * Giving a held signal out (place, run by the monitor, a kernel thread
  * of weft's with every signal blocked): among the live ULTs, one waiting
  * for it in sigwait, else a running one that does not block it, else any
- * that does not; it is sent to that ULT as pthread_kill sends
+ * that does not - among equals, the one of the highest priority, which
+ * runs first; it is sent to that ULT as pthread_kill sends
  * (wf_sig_send: a parked ULT leaves its wait and runs the handler, a
  * running one is interrupted), marked in its sig_placed so that the
  * handler gets the original siginfo. None takes it: it stays held, and the
@@ -340,7 +341,7 @@ void wf_proc_exiting(wf_ult_t *self)
 static struct {
 	uint64_t b;
 	wf_ult_t *best;
-	int rank;
+	int rank, prio;
 } pick;
 
 static void consider(wf_ult_t *u)
@@ -359,8 +360,13 @@ static void consider(wf_ult_t *u)
 			       ? 2
 			       : 1;
 	}
-	if (rank > pick.rank) {
+	/* Among equals, the one of the highest priority (its scheduling
+	 * rank, sched/prio.h): under priorities the one that runs first - a
+	 * lower one might never run while a higher one computes. */
+	int prio = __atomic_load_n(&u->rank, __ATOMIC_RELAXED);
+	if (rank > pick.rank || (rank && rank == pick.rank && prio > pick.prio)) {
 		pick.rank = rank;
+		pick.prio = prio;
 		pick.best = u;
 	}
 }
@@ -378,7 +384,7 @@ again:
 		uint64_t b = p & -p;
 		pick.b = b;
 		pick.best = NULL;
-		pick.rank = 0;
+		pick.rank = pick.prio = 0;
 		wf_registry_sweep(consider);
 		wf_ult_t *u = pick.best;
 		if (!u ||

@@ -5,7 +5,8 @@
  * pthread_getattr_np and how its pthread_create treats an explicit attribute
  * whose priority is 0 or was never set; who runs on one CPU (a thread made ready, raised above the
  * caller, or left above it by a lowered caller runs at once; sched_yield
- * passes the CPU to an equal, never to a lower priority); and the order in
+ * passes the CPU to an equal, never to a lower priority; a signal sent to
+ * the process reaches the running higher thread); and the order in
  * which each wait queue wakes its waiters: the highest priority first.
  *
  * The order tests follow the Open POSIX Test Suite (pthread_mutex_unlock/5-1,
@@ -28,6 +29,8 @@
 #include "ptest.h"
 
 #include <semaphore.h>
+#include <signal.h>
+#include <sys/time.h>
 
 /* The main thread's SCHED_FIFO priority in the tests that order threads:
  * above every thread it starts. */
@@ -58,9 +61,8 @@ struct rt_saved {
 };
 
 /* Run the test's main thread under SCHED_FIFO at prio and, under glibc, on
- * one CPU, which the threads it starts inherit. (On weft, sched_setaffinity
- * would pin a worker, not the ULT; WEFT_WORKERS=1 is weft's one CPU.) Skips
- * the test if SCHED_FIFO is not permitted. */
+ * one CPU, which the threads it starts inherit. (On weft, WEFT_WORKERS=1 is
+ * weft's one CPU.) Skips the test if SCHED_FIFO is not permitted. */
 static void rt_enter(struct rt_saved *s, int prio)
 {
 	PX_OK(pthread_getschedparam(pthread_self(), &s->policy, &s->sp));
@@ -412,6 +414,50 @@ static void test_create_higher_runs_at_once(void **state)
 	px_join(t);
 	rt_leave(&rt);
 	PX_EQ(seen, 1);
+}
+
+static volatile sig_atomic_t prof_fired;
+
+static void on_prof(int sig)
+{
+	(void)sig;
+	prof_fired = 1;
+}
+
+static void *spin_until_prof(void *arg)
+{
+	long long end = px_now(CLOCK_MONOTONIC) + 10 * PX_NS_PER_S;
+	while (!prof_fired && px_now(CLOCK_MONOTONIC) < end)
+		sched_yield();
+	*(int *)arg = prof_fired;
+	return NULL;
+}
+
+/* A signal sent to the process while a higher-priority thread computes
+ * (yielding only to its equals) reaches a thread that runs: its handler
+ * is what ends the computation. (Given to the lower caller, which cannot
+ * run while the higher one computes, it would never run: the Open POSIX
+ * pthread_create/1-6 hung so.) */
+static void test_process_signal_reaches_the_running_higher(void **state)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_prof;
+	sigemptyset(&sa.sa_mask);
+	PX_SYSOK(sigaction(SIGPROF, &sa, &old));
+	prof_fired = 0;
+	struct rt_saved rt;
+	rt_enter(&rt, 20);
+	struct itimerval it = {{0, 0}, {0, 20000}}; /* 20 ms of the process's CPU time */
+	PX_SYSOK(setitimer(ITIMER_PROF, &it, NULL));
+	int saw = 0;
+	pthread_t t = start_sched(SCHED_FIFO, 40, spin_until_prof, &saw);
+	px_join(t);
+	rt_leave(&rt);
+	struct itimerval off = {{0, 0}, {0, 0}};
+	PX_SYSOK(setitimer(ITIMER_PROF, &off, NULL));
+	PX_SYSOK(sigaction(SIGPROF, &old, NULL));
+	PX_EQ(saw, 1);
 }
 
 /* A ready thread raised above the caller (pthread_setschedprio) runs before
@@ -1190,6 +1236,7 @@ int main(int argc, char **argv)
 		PX_TEST(test_getattr_np_reports_sched),
 		PX_TEST(test_create_higher_runs_at_once),
 		PX_TEST(test_raise_other_runs_it_at_once),
+		PX_TEST(test_process_signal_reaches_the_running_higher),
 		PX_TEST(test_lower_self_runs_higher_at_once),
 		PX_TEST(test_wake_higher_runs_it_at_once),
 		PX_TEST(test_yield_alternates_equals_not_lower),
