@@ -239,7 +239,10 @@ WEFT_API int weft_yield(void);
 
 /* The worker running the caller (0 .. n-1), -1 from a foreign thread. */
 WEFT_API int weft_worker_id(void);
-/* Number of workers; 0 before init. */
+/* Number of workers: the running runtime's; before weft_init (or after
+ * weft_shutdown), the number weft_init with the defaults would use
+ * (WEFT_WORKERS, else the CPUs the process may run on), without starting
+ * anything; 0 if WEFT_WORKERS is not a valid count. */
 WEFT_API int weft_num_workers(void);
 
 /* Park/unpark: the one blocking primitive every weft lock is built on.

@@ -373,15 +373,17 @@ static int run_native(const char *model, int backend, int simcpus, double size, 
 	if (backend != WSIM_BACKEND_HYBRID && backend != WSIM_BACKEND_POSIX)
 		return EINVAL;
 	int own = 0;
-	if (l.weft && weft_num_workers() == 0) {
+	if (l.weft) {
+		/* Start weft with simcpus workers, unless it runs already. */
 		weft_config_t c;
 		int r = weft_config_init(&c);
 		if (r)
 			return r;
 		c.workers = simcpus;
-		if ((r = weft_init(&c)))
+		r = weft_init(&c);
+		if (r && r != EBUSY)
 			return r;
-		own = 1;
+		own = r == 0;
 	}
 	uint64_t sum = 0;
 	int r;

@@ -92,9 +92,12 @@ int weft_worker_id(void)
 
 int weft_num_workers(void)
 {
-	return atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING
-		       ? wf_rt.nworkers
-		       : 0;
+	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) == WF_RT_RUNNING)
+		return wf_rt.nworkers;
+	/* Not running: what weft_init with the defaults would use (a query
+	 * starts nothing). */
+	weft_config_t c;
+	return weft_config_init(&c) == 0 ? c.workers : 0;
 }
 
 int weft_park(void)

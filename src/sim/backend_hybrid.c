@@ -137,15 +137,18 @@ static int start(void)
 {
 	own_runtime = 0;
 	atomic_store_explicit(&pool, NULL, memory_order_relaxed);
-	if (weft_num_workers() == 0) {
+	{
+		/* Start weft with the simulation's CPUs, unless the program
+		 * runs it already (EBUSY). */
 		weft_config_t c;
 		int r = weft_config_init(&c);
 		if (r)
 			return r;
 		c.workers = wsim_k.simcpus;
-		if ((r = weft_init(&c)))
+		r = weft_init(&c);
+		if (r && r != EBUSY)
 			return r;
-		own_runtime = 1;
+		own_runtime = r == 0;
 	}
 	int r = weft_mutex_init(&klock, NULL);
 	if (!r)

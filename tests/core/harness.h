@@ -114,6 +114,13 @@ uint64_t wt_now_ns(void);
 /* weft_init with the environment's config (the ctest variant picks the
  * scheduler and context) and `workers` workers (0: the default). */
 void wt_init(int workers);
+/* Is the runtime running? (weft_num_workers answers for a runtime that
+ * would start; weft_worker_stats says ESRCH unless one runs.) */
+static inline int wt_running(void)
+{
+	weft_worker_stats_t s;
+	return weft_worker_stats(0, &s) != ESRCH;
+}
 /* weft_init with `workers` workers (0: the default) running the scheduler
  * spec `scheds` (WEFT_SCHED's grammar), whatever the variant. */
 void wt_init_sched(int workers, const char *scheds);

@@ -239,10 +239,31 @@ static void test_ping_pong_each_kind(void **state)
 	}
 }
 
+/* weft_num_workers before weft_init: what weft_init with the defaults
+ * would use, without starting anything; the running runtime's count while
+ * it runs, and the would-be count again after weft_shutdown. */
+static void test_num_workers_before_init(void **state)
+{
+	setenv("WEFT_WORKERS", "3", 1);
+	WT_EQ(weft_num_workers(), 3);
+	WT_EQ(wt_running(), 0); /* the query started nothing */
+	setenv("WEFT_WORKERS", "not a number", 1);
+	WT_EQ(weft_num_workers(), 0);
+	unsetenv("WEFT_WORKERS");
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	WT_EQ(weft_num_workers(), c.workers);
+	wt_init(2);
+	WT_EQ(weft_num_workers(), 2);
+	WT_OK(weft_shutdown());
+	WT_EQ(weft_num_workers(), c.workers);
+}
+
 static void test_works_without_runtime(void **state)
 {
 	WT_EQU(weft_self(), WEFT_NULL);
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
+	WT_CMP(weft_num_workers(), >=, 1); /* what weft_init would use */
 	WT_EQ(weft_worker_id(), -1);
 	for (int k = 0; k < NKINDS; k++)
 		ping_pong(kinds[k], k & 1, 1000);
@@ -977,6 +998,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ping_pong_each_kind),
 		cmocka_unit_test(test_works_without_runtime),
+		cmocka_unit_test(test_num_workers_before_init),
 		cmocka_unit_test(test_fp_rounding_is_per_context),
 		cmocka_unit_test(test_exit_then_free_stack),
 		cmocka_unit_test(test_made_but_never_run),

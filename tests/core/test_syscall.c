@@ -833,7 +833,7 @@ static void test_root_ult_blocks_in_a_section(void **state)
 	WT_EQ(gettid(), getpid());
 	WT_EQU(weft_self(), WEFT_NULL);
 	WT_EQ(weft_worker_id(), -1);
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 }
 
 /* ---- foreign threads ---------------------------------------------------------- */
@@ -912,7 +912,7 @@ static void check_bad_env(const char *var, const char *value)
 	if (r != EINVAL)
 		fail_msg("weft_init(NULL) with %s=\"%s\" returned %s, expected EINVAL", var, value,
 			 wt_errname(r));
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 	unsetenv(var);
 }
 
@@ -954,7 +954,7 @@ static void test_env_spares(void **state)
 	weft_config_t big = config_with(1);
 	big.spares = 100001;
 	WT_ERR(weft_init(&big), EINVAL);
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 	init_with(1, 0, 0);
 	WT_OK(weft_shutdown());
 }

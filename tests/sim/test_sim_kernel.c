@@ -1861,7 +1861,7 @@ static void test_many_simulations_in_one_process(void **state)
 		WT_EQ(st.threads, 5);
 		WT_EQ(wsim_now(), 0);
 		if (hybrid)
-			WT_EQ(weft_num_workers(), 0);
+			WT_EQ(wt_running(), 0);
 	}
 }
 
@@ -2126,7 +2126,7 @@ static void test_hybrid_runs_on_program_runtime(void **state)
 	WT_EQ(stats().end_time, 14);
 	WT_EQ(weft_num_workers(), 2);
 	WT_OK(weft_shutdown());
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 }
 
 /* ---- EPERM from a thread that is not a simulation thread -------------------------- */
