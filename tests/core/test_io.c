@@ -1075,7 +1075,7 @@ static void test_before_the_runtime_runs(void **state)
 	WT_ERR(weft_fd_wait(p[0], POLLPRI, CLOCK_MONOTONIC, NULL), EINVAL);
 	write_all(p[1], "b", 1);
 	WT_OK(wait_for(p[0], POLLIN, 2000 * MS));
-	WT_EQ(weft_num_workers(), 0); /* it did not start the runtime */
+	WT_EQ(wt_running(), 0); /* it did not start the runtime */
 	init_with(1, 0);
 	WT_OK(weft_shutdown());
 	WT_OK(wait_for(p[0], POLLIN, 2000 * MS));

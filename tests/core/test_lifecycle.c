@@ -30,7 +30,7 @@ static void *return_arg(void *arg)
 
 static void assert_not_running(void)
 {
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 	WT_EQU(weft_self(), WEFT_NULL);
 	WT_EQ(weft_worker_id(), -1);
 }

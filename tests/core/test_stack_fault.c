@@ -74,6 +74,18 @@ static void *wait_forever(void *arg)
 	return NULL;
 }
 
+/* ULTs that parked so far, on every worker. */
+static uint64_t parks(void)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < weft_num_workers(); i++) {
+		weft_worker_stats_t st;
+		if (weft_worker_stats(i, &st) == 0)
+			n += st.parks;
+	}
+	return n;
+}
+
 static void fault_child(void *arg)
 {
 	enum fault_kind kind = (enum fault_kind)(intptr_t)arg;
@@ -106,6 +118,11 @@ static void fault_child(void *arg)
 		 * another stack, not whatever is mapped below the slab. */
 		wt_spawn(NULL, wait_forever, NULL);
 		wt_spawn(NULL, wait_forever, NULL);
+		/* Parked before the smash: a neighbour still running (a loaded
+		 * machine) would resume on the saved context the smash wrote
+		 * over, and fault before the canary is looked at. */
+		WT_WAIT(parks() >= 2, 10);
+		weft_sleep_ns(5000000);
 	}
 	weft_t t = wt_spawn(&a, misbehave, (void *)(intptr_t)kind);
 	printf("id=%" PRIu64 "\n", t);

@@ -141,7 +141,7 @@ static void test_stats_invalid_cpu_clock_env(void **state)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		WT_OK(setenv("WEFT_CPU_CLOCK", bad[i], 1));
 		WT_ERR(weft_init(NULL), EINVAL);
-		WT_EQ(weft_num_workers(), 0);
+		WT_EQ(wt_running(), 0);
 		weft_config_t c;
 		WT_ERR(weft_config_init(&c), EINVAL);
 	}

@@ -1478,7 +1478,7 @@ static void test_trace_unmakeable_path(void **state)
 	snprintf(path, sizeof path, "%s/no/such/dir/t", dir);
 	c.trace = path;
 	WT_ERR(weft_init(&c), ENOENT);
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 	WT_EQU(weft_self(), WEFT_NULL);
 	WT_ERR(weft_shutdown(), EINVAL);
 	/* A regular file where a directory should be. */
@@ -1489,7 +1489,7 @@ static void test_trace_unmakeable_path(void **state)
 	snprintf(path, sizeof path, "%s/file/t", dir);
 	c.trace = path;
 	WT_ERR(weft_init(&c), ENOTDIR);
-	WT_EQ(weft_num_workers(), 0);
+	WT_EQ(wt_running(), 0);
 	WT_EQ(files_in(dir), 1); /* nothing left behind */
 	/* Without a trace it starts; with a good one too. */
 	c.trace = "";
