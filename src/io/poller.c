@@ -536,6 +536,13 @@ int wf_io_wait(int fd, uint32_t events, uint64_t deadline_ns, int flags)
 	return rc == EAGAIN ? 0 : rc; /* EAGAIN: a report came before the wait */
 }
 
+/* Free the table's chunks (nobody waits: at stop, or in a fork's child). */
+static void forget_entries(void)
+{
+	for (unsigned i = 0, n = atomic_exchange(&io.nchunks, 0); i < n; i++)
+		free(atomic_exchange(&io.chunks[i], NULL));
+}
+
 void wf_io_stop(void)
 {
 	WF_SYS(pthread_mutex_lock)(&io.lock);
@@ -548,8 +555,7 @@ void wf_io_stop(void)
 		WF_SYS(pthread_join)(io.thread, NULL);
 		io.be->close();
 	}
-	for (unsigned i = 0, n = atomic_exchange(&io.nchunks, 0); i < n; i++)
-		free(atomic_exchange(&io.chunks[i], NULL));
+	forget_entries();
 	atomic_store(&wf_poll_waiting, 0);
 	atomic_store(&io.state, IO_IDLE);
 	WF_SYS(pthread_mutex_unlock)(&io.lock);
@@ -571,8 +577,7 @@ void wf_io_forked(int again)
 	memcpy(&io.lock, &fresh, sizeof fresh);
 	if (atomic_load(&io.state) == IO_RUNNING)
 		io.be->close();
-	for (unsigned i = 0, n = atomic_exchange(&io.nchunks, 0); i < n; i++)
-		free(atomic_exchange(&io.chunks[i], NULL));
+	forget_entries();
 	atomic_store(&wf_poll_waiting, 0);
 	atomic_store(&io.state, IO_IDLE);
 }

@@ -693,17 +693,21 @@ static int self_pid(pid_t pid)
 	return pid == 0 || pid == (pid_t)syscall(SYS_gettid);
 }
 
+/* An error number as a system call reports it: -1 and errno. */
+static int as_errno(int e)
+{
+	if (!e)
+		return 0;
+	errno = e;
+	return -1;
+}
+
 WF_PX_API int WF_PX(sched_setaffinity)(pid_t pid, size_t size, const cpu_set_t *set)
 {
 	wf_ult_t *u = wf_self();
 	if (!u || !set || !self_pid(pid))
 		return WF_SYS(sched_setaffinity)(pid, size, set);
-	int e = set_affinity(u, size, set);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return as_errno(set_affinity(u, size, set));
 }
 
 WF_PX_API int WF_PX(sched_getaffinity)(pid_t pid, size_t size, cpu_set_t *set)
@@ -711,12 +715,7 @@ WF_PX_API int WF_PX(sched_getaffinity)(pid_t pid, size_t size, cpu_set_t *set)
 	wf_ult_t *u = wf_self();
 	if (!u || !set || !self_pid(pid))
 		return WF_SYS(sched_getaffinity)(pid, size, set);
-	int e = get_affinity(u, size, set);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return as_errno(get_affinity(u, size, set));
 }
 
 /* The obsolete pair (removed in POSIX.1-2008, still in glibc): addr is the

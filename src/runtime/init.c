@@ -16,7 +16,7 @@
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int atexit_done;
-static int keep_stacks; /* weft_shutdown from exit: leave the stack caches mapped */
+static int stop_runtime(int at_exit);
 
 static void at_exit(void)
 {
@@ -27,14 +27,8 @@ static void at_exit(void)
 	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
 		return;
 	int allowed = wf_rt.root ? (w && w->current == wf_rt.root) : w == NULL;
-	if (allowed && wf_live() == 0) {
-		/* The process ends: the kernel takes the stacks back with it,
-		 * far faster than a munmap of each cached one (a forked child
-		 * of a program that had made a thousand threads spent 7 ms
-		 * in that per exit). */
-		keep_stacks = 1;
-		weft_shutdown();
-	}
+	if (allowed && wf_live() == 0)
+		stop_runtime(1);
 	/* Still running (ULTs alive, or exit() called elsewhere): the trace is
 	 * written anyway, with whatever the workers recorded so far. */
 	wf_trace_stop(0);
@@ -256,6 +250,14 @@ static void free_leftover(wf_ult_t *u)
 
 int weft_shutdown(void)
 {
+	return stop_runtime(0);
+}
+
+/* at_exit: the process ends, and the kernel takes the cached stacks back
+ * with it, far faster than a munmap of each (a forked child of a program
+ * that had made a thousand threads spent about 4 ms in that per exit). */
+static int stop_runtime(int at_exit)
+{
 	wf_worker_t *w = wf_worker_self();
 	if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) != WF_RT_RUNNING)
 		return EINVAL;
@@ -287,7 +289,7 @@ int weft_shutdown(void)
 	wf_sync_stop();
 	wf_trace_stop(1);
 	wf_registry_sweep(free_leftover);
-	if (!keep_stacks)
+	if (!at_exit)
 		wf_stack_global_drain();
 	wf_stack_signals_fini();
 	if (root) {

@@ -80,9 +80,10 @@ void wf_park(wf_parker_t *p)
 	wf_park_until(p, 0, 0);
 }
 
-/* Foreign threads only: park until a token arrives or, if deadline_ns is
- * not 0, until CLOCK_MONOTONIC passes it. Returns 0 (token consumed) or
- * ETIMEDOUT (no token consumed, the parker is EMPTY). */
+/* Foreign threads only: park until a token arrives, or, if deadline_ns is
+ * not 0, until CLOCK_MONOTONIC passes it, or, if intr, until a signal
+ * handler ran on the thread. Returns 0 (token consumed), ETIMEDOUT or
+ * EINTR (no token consumed, the parker is EMPTY). */
 int wf_park_until(wf_parker_t *p, uint64_t deadline_ns, int intr)
 {
 	WF_ASSERT(p->ult == NULL);

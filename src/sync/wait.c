@@ -198,7 +198,6 @@ static int status_rc(int status)
 	}
 }
 
-/* A foreign thread waits: futex-sleep on its parker, with the deadline. */
 /* A foreign thread waits on its parker's futex. intr: a cancellation point
  * (a semaphore wait, a sleep), which a handler that ran on this thread
  * interrupts with EINTR, as glibc's; other waits go on. */

@@ -626,7 +626,10 @@ enum { CRASHES = -1, GONE_FLAG = 1 << 20 };
 	E(EFAULT, sigtimedwait(null, &si, past()))                                                 \
 	E(EFAULT, setsockopt(sock(), SOL_SOCKET, SO_RCVBUF, null, sizeof(int)))                    \
 	E(EFAULT, fcntl(readable(), F_GETLK, null))                                                \
-	E(EFAULT, ioctl(sock(), FIONREAD, null))
+	E(EFAULT, ioctl(sock(), FIONREAD, null))                                                   \
+	E(EFAULT, sched_setaffinity(0, sizeof(cpu_set_t), null))                                   \
+	E(EFAULT, sched_getaffinity(0, sizeof(cpu_set_t), null))                                   \
+	E(EINVAL, sched_getaffinity(0, 1, GARBAGE(cpu_set_t)))
 
 struct row {
 	const char *call; /* the call, as written in ROWS */
