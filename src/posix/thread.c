@@ -653,8 +653,12 @@ static int set_affinity(wf_ult_t *u, size_t size, const cpu_set_t *set)
 
 static int get_affinity(wf_ult_t *u, size_t size, cpu_set_t *set)
 {
+	/* The kernel's answer first: it also judges size and set (EINVAL,
+	 * EFAULT) as it would for a thread. */
+	if (WF_SYS(sched_getaffinity)(0, size, set))
+		return errno;
 	if (u->bound_worker < 0)
-		return WF_SYS(sched_getaffinity)(0, size, set) ? errno : 0;
+		return 0;
 	CPU_ZERO_S(size, set);
 	int c = nth_cpu(u->bound_worker);
 	if (c < 0 || (size_t)c >= size * 8)
