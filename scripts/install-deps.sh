@@ -14,8 +14,8 @@ PKGS=(build-essential cmake ninja-build pkg-config libcmocka-dev clang-format
       valgrind gdb strace python3 python3-matplotlib)
 # Real programs the tests run under LD_PRELOAD (tests/posix/programs).
 PKGS+=(ripgrep memcached pbzip2 lbzip2)
-# aarch64 context-switch tests: cross compiler, qemu-user, cmocka for arm64.
-PKGS+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libcmocka-dev:arm64)
+# aarch64 tests (scripts/test-aarch64.sh): cross compilers, qemu-user, cmocka for arm64.
+PKGS+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libcmocka-dev:arm64)
 # Peers measured by weft-bench.
 PKGS+=(libboost-context-dev libboost-fiber-dev)
 # The SystemC 2.3.4 peer of weft-bench sim (bench/sim/systemc_models.cc).

@@ -650,14 +650,14 @@ struct k_sigaction { /* the kernel's, for rt_sigaction */
 
 static void (*glibc_setxid)(int, siginfo_t *, void *);
 
-/* The glibc descriptor of the calling kernel thread if it is a carrier,
- * else NULL. Async-signal-safe. */
+/* The thread pointer of the calling kernel thread's glibc descriptor if
+ * it is a carrier, else NULL. Async-signal-safe. */
 static void *own_descriptor(void)
 {
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	for (wf_carrier_t *c = __atomic_load_n(&cr.all, __ATOMIC_ACQUIRE); c; c = c->next_all)
 		if (__atomic_load_n(&c->tid, __ATOMIC_RELAXED) == tid)
-			return (void *)c->self;
+			return wf_tls_of_thread(c->self);
 	return NULL;
 }
 
@@ -1127,7 +1127,7 @@ void wf_carriers_forked(wf_worker_t *kept, void *tp)
 	/* Who this kernel thread is now: its id, and the block glibc took for
 	 * it (which the kernel gave the new id; runtime/fork.c). */
 	k->tid = (pid_t)syscall(SYS_gettid);
-	k->thread = k->self = (pthread_t)tp;
+	k->thread = k->self = wf_tls_thread_of(tp);
 	if (WF_SYS(pthread_getcpuclockid)(k->self, &k->cpu_clk))
 		k->cpu_clk = 0;
 	wf_worker_carried(kept, k->tp, kept->cur_tp, k->errno_loc, k->self, k->cpu_clk);

@@ -6,44 +6,59 @@
  *
  * What a block is
  *   Exactly what glibc gives a new thread (nptl's allocate_stack): the
- *   thread's static TLS blocks just below the thread pointer, and glibc's
- *   thread descriptor (struct pthread, beginning with the TCB header) at
- *   and above it (x86-64 uses TLS variant II: tp == the TCB). glibc's
- *   dynamic linker exports the calls its own thread creation uses, and
- *   weft uses those rather than copying their logic:
- *     _dl_get_tls_static_info  the size of the static TLS area (TCB
- *                              included) and its alignment;
- *     _dl_allocate_tls(tcb)    the dynamic-TLS vector (DTV) of a TCB, and
+ *   thread's static TLS blocks and glibc's thread descriptor (struct
+ *   pthread, the thread's pthread_t), placed around the thread pointer as
+ *   the architecture's TLS variant says:
+ *     x86-64   variant II: tp == the descriptor, which begins with the TCB
+ *              header (tcbhead_t); the static TLS blocks lie below tp;
+ *     aarch64  variant I: tp points to a two-word TCB (the DTV pointer and
+ *              a private word), the descriptor lies just below tp
+ *              (pthread_self() == tp - sizeof(struct pthread)), the static
+ *              TLS blocks above tp + 16.
+ *   glibc's dynamic linker exports the calls its own thread creation uses,
+ *   and weft uses those rather than copying their logic:
+ *     _dl_get_tls_static_info  the size of the static TLS area (with the
+ *                              descriptor on x86-64, without it on
+ *                              aarch64) and its alignment;
+ *     _dl_allocate_tls(tp)     the dynamic-TLS vector (DTV) of a TCB, and
  *                              every loaded module's TLS image copied to
  *                              its static block (.tbss zeroed); modules a
  *                              ULT dlopens later get their blocks lazily
  *                              through its own DTV (__tls_get_addr);
- *     _dl_deallocate_tls(tcb, false)  frees the DTV and those dynamic
+ *     _dl_deallocate_tls(tp, false)  frees the DTV and those dynamic
  *                              blocks, not the TCB.
- *   The rest of the TCB header is set as glibc's thread start sets it:
- *   tcb and self point to the block, multiple_threads, sysinfo, the
- *   stack-protector and pointer-guard words and the CET feature word are
- *   the creating thread's (the guards must be equal in every thread of a
- *   process: canaries and mangled pointers cross threads).
+ *   The rest is set as glibc's thread start sets it. On x86-64 the TCB
+ *   header's tcb and self words point to the block, and multiple_threads,
+ *   sysinfo, the stack-protector and pointer-guard words and the CET
+ *   feature word are the creating thread's (the guards must be equal in
+ *   every thread of a process: canaries and mangled pointers cross
+ *   threads). On aarch64 the guards are global variables, not per thread;
+ *   the descriptor's header word multiple_threads is copied, the TCB's
+ *   private word is zero.
  *
  * Assumptions about glibc, each checked once by wf_tls_probe, which refuses
  * own thread pointers (ENOTSUP, naming the failed check) if one fails:
  *   - not a sanitizer build: ThreadSanitizer's state is in the thread's
  *     TLS, AddressSanitizer's in its glibc thread-specific data, and a new
  *     block has neither (ASan then ignores fiber switches);
- *   - x86-64 (TLS variant II, the fs base as thread pointer); glibc 2.34 or
- *     later (its thread library is in libc, which exports libthread_db's
- *     layout descriptors);
- *   - the TCB header's first fields are tcb (offset 0) and self (16),
- *     both pointing to the TCB - checked on the calling thread; the DTV
- *     pointer is at 8 - checked against _thread_db_pthread_dtvp; the
- *     copied words lie between 24 and 80 (tcbhead_t of glibc 2.34-2.40;
- *     the stack guard at 0x28 is also GCC's ABI);
+ *   - x86-64 or aarch64 (the layouts above); glibc 2.34 or later (its
+ *     thread library is in libc, which exports libthread_db's layout
+ *     descriptors);
  *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid and
  *     list fields are where _thread_db_pthread_tid and _list say
  *     (libthread_db reads threads with these exported descriptors; they
- *     are glibc's own record of its layout);
- *   - the rseq area is at tp + __rseq_offset (a public ABI, glibc 2.35);
+ *     are glibc's own record of its layout); the calling thread's
+ *     descriptor, found from its thread pointer as above, holds its kernel
+ *     thread id;
+ *   - x86-64: the TCB header's first fields are tcb (offset 0) and self
+ *     (16), both pointing to the TCB - checked on the calling thread; the
+ *     DTV pointer is at 8 and the copied words lie between 24 and 80
+ *     (tcbhead_t of glibc 2.34-2.40; the stack guard at 0x28 is also GCC's
+ *     ABI); aarch64: the DTV pointer is at tp (as _thread_db_pthread_dtvp
+ *     says) and the descriptor begins with multiple_threads and
+ *     gscope_flag (nptl's descr.h for TLS_DTV_AT_TP);
+ *   - the rseq area is in the descriptor at tp + __rseq_offset (a public
+ *     ABI, glibc 2.35);
  *   - the five calls above exist (GLIBC_PRIVATE, looked up by dlsym), and
  *     __call_tls_dtors runs a thread's C++ thread_local destructors;
  *   - errno lies in libc's own static TLS block (found by
@@ -74,10 +89,11 @@
  *
  * Installing
  *   The switch tail (sched.c) installs the next context's thread pointer
- *   - a ULT's own, or its worker's kernel thread's - with wrfsbase where
- *   the CPU and kernel allow it (AT_HWCAP2 reports FSGSBASE: Linux 5.9+),
- *   else with arch_prctl(ARCH_SET_FS) (a system call per switch). ULTs
- *   that share their worker's thread pointer pay a comparison.
+ *   - a ULT's own, or its worker's kernel thread's. On x86-64 with
+ *   wrfsbase where the CPU and kernel allow it (AT_HWCAP2 reports
+ *   FSGSBASE: Linux 5.9+), else with arch_prctl(ARCH_SET_FS) (a system
+ *   call per switch); on aarch64 with msr tpidr_el0. ULTs that share
+ *   their worker's thread pointer pay a comparison.
  *
  * Reuse, and why blocks are never unmapped
  *   glibc frees a thread's malloc cache (tcache) and detaches it from its
@@ -90,13 +106,15 @@
  *   malloc cache. Blocks live in a per-worker cache and a global pool and
  *   are never unmapped - as glibc's stack cache keeps the TLS of exited
  *   threads, without its bound: a process keeps as many as it ever had
- *   ULTs with their own at once. A block is 4-5 KiB of address space, of
- *   which a ULT touches one or two pages.
+ *   ULTs with their own at once. A block is 4-5 KiB of address space
+ *   (x86-64; 3-4 KiB on aarch64), of which a ULT touches one or two
+ *   pages.
  *
  * Limits (docs/posix-coverage.md)
- *   A module dlopened while ULTs with blocks exist whose TLS is static
- *   (initial-exec, from the surplus) is not initialised in those blocks:
- *   glibc initialises it only in the threads it knows. gdb's thread list
+ *   A module dlopened while ULTs with blocks exist whose TLS glibc puts in
+ *   static TLS (initial-exec; or TLS descriptors, all of aarch64's, when
+ *   it fits in glibc's optional surplus) is not initialised in those
+ *   blocks: glibc initialises it only in the threads it knows. gdb's thread list
  *   (libthread_db) shows kernel threads, not ULTs.
  */
 #include <dlfcn.h>
@@ -112,17 +130,31 @@
 #include <sys/mman.h>
 
 #include "sched/tls.h"
+#include "util/sys.h"
 
 #ifndef HWCAP2_FSGSBASE
 #define HWCAP2_FSGSBASE (1 << 1)
 #endif
 
-/* The TCB header (glibc's tcbhead_t on x86-64) */
-#define TCB_SELF       16 /* void *self */
-#define TCB_DTV        8  /* dtv_t *dtv */
-#define TCB_COPY_FROM  24 /* multiple_threads, gscope_flag, sysinfo, stack_guard, */
-#define TCB_COPY_TO    80 /* pointer_guard, vgetcpu cache, feature_1: copied */
-#define TCB_GSCOPE     28 /* int gscope_flag: 0 in a new thread */
+/* Where glibc's descriptor and static TLS lie around the thread pointer
+ * (see "What a block is"); offsets from the descriptor (DESC_*) or from
+ * the thread pointer (TP_*). */
+#if defined(__x86_64__)
+#define TLS_VARIANT_II 1
+#define TP_SELF        16 /* tcbhead_t: void *self */
+#define TP_DTV         8  /* dtv_t *dtv */
+#define DESC_COPY_FROM 24 /* multiple_threads, gscope_flag, sysinfo, stack_guard, */
+#define DESC_COPY_TO   80 /* pointer_guard, vgetcpu cache, feature_1: copied */
+#define DESC_GSCOPE    28 /* int gscope_flag: 0 in a new thread */
+#elif defined(__aarch64__)
+#define TLS_VARIANT_II 0
+#define TP_DTV         0  /* tcbhead_t: dtv_t *dtv, */
+#define TP_PRIVATE     8  /* void *private: zero */
+#define TP_TCB_SIZE    16 /* where the static TLS blocks begin */
+#define DESC_COPY_FROM 0  /* header.multiple_threads: copied */
+#define DESC_COPY_TO   4
+#define DESC_GSCOPE    4 /* header.gscope_flag: 0 in a new thread */
+#endif
 #define LIBC_BLOCK_MAX 1024
 #define SLAB_SIZE      (1u << 20)
 
@@ -135,11 +167,14 @@ static struct {
 	void *(*allocate)(void *);
 	void (*deallocate)(void *, bool);
 	void (*call_dtors)(void);
-	size_t static_size, align, tcb_size;
+	size_t static_size, align;
+	size_t desc_size;   /* sizeof(struct pthread) */
+	ptrdiff_t desc_off; /* the descriptor, from tp: 0 or -desc_size */
+	ptrdiff_t lo, hi;   /* the block (descriptor and static TLS), from tp */
 	size_t slot;        /* bytes of address space per block */
-	ptrdiff_t tid_off;  /* struct pthread's tid */
+	ptrdiff_t tid_off;  /* struct pthread's tid, from the descriptor */
 	ptrdiff_t list_off; /* struct pthread's list (of glibc's threads) */
-	ptrdiff_t rseq_off; /* the rseq area's cpu_id; 0: none */
+	ptrdiff_t rseq_off; /* the rseq area's cpu_id, from tp; 0: none */
 	ptrdiff_t libc_off; /* libc's static TLS block, from tp */
 	size_t libc_size;
 
@@ -196,10 +231,16 @@ __attribute__((unused)) static const uint32_t *db_symbol(const char *name)
 	return dlsym(RTLD_DEFAULT, name);
 }
 
+/* The descriptor (struct pthread) of the thread whose pointer is tp. */
+static inline char *desc_of(char *tp)
+{
+	return tp + g.desc_off;
+}
+
 static const char *probe_assumptions(void)
 {
-#if !defined(__x86_64__)
-	return "own thread pointers are implemented on x86-64 only";
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	return "own thread pointers are implemented on x86-64 and aarch64 only";
 #else
 	if (WF_TSAN)
 		return "ThreadSanitizer keeps its per-thread state in the thread's TLS";
@@ -211,8 +252,10 @@ static const char *probe_assumptions(void)
 	if (sscanf(v, "%d.%d", &major, &minor) != 2 || major != 2 || minor < 34)
 		return "needs glibc 2.34 or later";
 	char *tp = wf_tls_current();
-	if (*(void **)tp != tp || *(void **)(tp + TCB_SELF) != tp)
+#if TLS_VARIANT_II
+	if (*(void **)tp != tp || *(void **)(tp + TP_SELF) != tp)
 		return "the TCB header's tcb and self words do not point to the TCB";
+#endif
 	void (*static_info)(size_t *, size_t *) =
 		(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
 	g.allocate = (void *(*)(void *))dlsym(RTLD_DEFAULT, "_dl_allocate_tls");
@@ -227,36 +270,54 @@ static const char *probe_assumptions(void)
 	const uint32_t *list = db_symbol("_thread_db_pthread_list");
 	if (!sizeof_pthread || !tid || !dtv || !list)
 		return "glibc does not export libthread_db's layout of struct pthread";
-	if (dtv[2] != TCB_DTV || tid[0] != 32 || list[0] != 2 * 8 * sizeof(void *))
-		return "struct pthread's DTV pointer, tid or list is not what this library "
-		       "expects";
 	static_info(&g.static_size, &g.align);
-	g.tcb_size = *sizeof_pthread;
+	g.desc_size = *sizeof_pthread;
 	if (g.align < 64)
 		g.align = 64;
-	if ((g.align & (g.align - 1)) || g.align > 4096 || g.tcb_size < TCB_COPY_TO ||
-	    g.tcb_size > g.static_size || g.static_size > SLAB_SIZE / 8 ||
-	    tid[2] + 4 > g.tcb_size || tid[2] < TCB_COPY_TO || list[2] < TCB_COPY_TO ||
-	    list[2] + 2 * sizeof(void *) > g.tcb_size)
+	g.desc_off = TLS_VARIANT_II ? 0 : -(ptrdiff_t)g.desc_size;
+	if ((ptrdiff_t)dtv[2] + g.desc_off != TP_DTV || tid[0] != 32 ||
+	    list[0] != 2 * 8 * sizeof(void *))
+		return "struct pthread's DTV pointer, tid or list is not what this library "
+		       "expects";
+	/* x86-64: the static size counts the descriptor; aarch64: it does not,
+	 * but counts the TCB (nptl's allocate_stack). */
+	g.lo = TLS_VARIANT_II ? -(ptrdiff_t)(g.static_size - g.desc_size) : g.desc_off;
+	g.hi = TLS_VARIANT_II ? (ptrdiff_t)g.desc_size : (ptrdiff_t)g.static_size;
+	if ((g.align & (g.align - 1)) || g.align > 4096 || g.desc_size < DESC_COPY_TO ||
+	    g.desc_size % 64 || (TLS_VARIANT_II && g.desc_size > g.static_size) ||
+	    g.static_size > SLAB_SIZE / 8 || tid[2] + 4 > g.desc_size || tid[2] < DESC_COPY_TO ||
+	    list[2] < DESC_COPY_TO || list[2] + 2 * sizeof(void *) > g.desc_size)
 		return "glibc's static TLS size, alignment or thread descriptor size is out "
 		       "of range";
 	g.tid_off = tid[2];
 	g.list_off = list[2];
-	g.slot = (g.static_size + g.align + g.align - 1) & ~(g.align - 1);
+	if ((char *)WF_SYS(pthread_self)() != desc_of(tp))
+		return "glibc's pthread_self is not the descriptor this library expects "
+		       "beside the thread pointer";
+	g.slot = (size_t)(g.hi - g.lo + 2 * g.align - 1) & ~(g.align - 1);
 	const ptrdiff_t *rseq_offset = dlsym(RTLD_DEFAULT, "__rseq_offset");
-	if (rseq_offset && *rseq_offset > 0 && (size_t)*rseq_offset + 8 <= g.tcb_size)
+	if (rseq_offset && *rseq_offset && *rseq_offset >= g.desc_off &&
+	    *rseq_offset + 8 <= g.desc_off + (ptrdiff_t)g.desc_size)
 		g.rseq_off = *rseq_offset + 4; /* struct rseq's cpu_id */
 	struct libc_find f = {.errno_at = (const char *)errno_address(), .tp = tp};
-	if (!dl_iterate_phdr(find_libc_block, &f) || f.size > LIBC_BLOCK_MAX || f.off >= 0)
-		return "errno is not in a static TLS block of libc below the thread pointer";
+#if TLS_VARIANT_II
+	ptrdiff_t static_lo = g.lo, static_hi = 0;
+#else
+	ptrdiff_t static_lo = TP_TCB_SIZE, static_hi = g.hi;
+#endif
+	if (!dl_iterate_phdr(find_libc_block, &f) || f.size > LIBC_BLOCK_MAX || f.off < static_lo ||
+	    f.off + (ptrdiff_t)f.size > static_hi)
+		return "errno is not in a static TLS block of libc";
 	g.libc_off = f.off;
 	g.libc_size = f.size;
+#if defined(__x86_64__)
 	wf_tls_wrfsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0;
+#endif
 
 	/* The self-test, on this kernel thread: its own copy of probe_var
 	 * differs from the image, a new block's must not. */
 	char *mine = wf_tls_current();
-	void *t = wf_tls_alloc(NULL);
+	char *t = wf_tls_alloc(NULL);
 	if (!t)
 		return "could not make a test block (out of memory)";
 	int saved = probe_var;
@@ -272,7 +333,7 @@ static const char *probe_assumptions(void)
 		return "installing a thread pointer did not take effect";
 	if (seen != 0x57454654)
 		return "a new block's static TLS did not hold its initial value";
-	if (errno_at < (char *)t - g.static_size || errno_at >= (char *)t)
+	if (errno_at < t + g.lo || errno_at >= t + g.hi)
 		return "errno in a new block is not inside the block";
 	return NULL;
 #endif
@@ -294,8 +355,8 @@ int wf_tls_probe(const char **why)
 
 /* ---- blocks ------------------------------------------------------------------ */
 
-/* A block's thread pointer in the slot at b: as high as the descriptor
- * allows, aligned (nptl's allocate_stack places it the same way). */
+/* A block's thread pointer in a new slot: as high as the block allows,
+ * aligned (nptl's allocate_stack places it the same way). */
 static char *carve(void)
 {
 	wf_spin_lock(&g.lock);
@@ -312,7 +373,7 @@ static char *carve(void)
 	char *b = g.slab;
 	g.slab += g.slot;
 	wf_spin_unlock(&g.lock);
-	return (char *)(((uintptr_t)b + g.slot - g.tcb_size) & ~(uintptr_t)(g.align - 1));
+	return (char *)(((uintptr_t)b + g.slot - (size_t)g.hi) & ~(uintptr_t)(g.align - 1));
 }
 
 /* Set up the block at tp: a fresh one (zero, or never set up) gets libc's
@@ -326,17 +387,21 @@ static void *setup(char *tp, int fresh)
 		return NULL;
 	if (!fresh)
 		memcpy(tp + g.libc_off, libc, g.libc_size);
-	char *me = wf_tls_current();
+	char *me = wf_tls_current(), *d = desc_of(tp), *my = desc_of(me);
 	if (!fresh) /* the rest of the descriptor as in a new thread: zero */
-		memset(tp + TCB_COPY_TO, 0, g.tcb_size - TCB_COPY_TO);
+		memset(d + DESC_COPY_TO, 0, g.desc_size - DESC_COPY_TO);
+#if TLS_VARIANT_II
 	*(void **)tp = tp;
-	*(void **)(tp + TCB_SELF) = tp;
-	memcpy(tp + TCB_COPY_FROM, me + TCB_COPY_FROM, TCB_COPY_TO - TCB_COPY_FROM);
-	*(int *)(tp + TCB_GSCOPE) = 0;
-	*(int *)(tp + g.tid_off) = WF_TLS_TID_BASE - 1; /* until wf_tls_set_tid */
+	*(void **)(tp + TP_SELF) = tp;
+#else
+	*(void **)(tp + TP_PRIVATE) = NULL;
+#endif
+	memcpy(d + DESC_COPY_FROM, my + DESC_COPY_FROM, DESC_COPY_TO - DESC_COPY_FROM);
+	*(int *)(d + DESC_GSCOPE) = 0;
+	*(int *)(d + g.tid_off) = WF_TLS_TID_BASE - 1; /* until wf_tls_set_tid */
 	/* In no list of glibc's, but an empty one: fork's child unlinks the
 	 * calling thread from its list (nptl's reclaim_stacks). */
-	void **link = (void **)(tp + g.list_off);
+	void **link = (void **)(d + g.list_off);
 	link[0] = link[1] = link;
 	if (g.rseq_off) {
 		int cpu = *(int *)(me + g.rseq_off);
@@ -355,7 +420,7 @@ static void *setup(char *tp, int fresh)
 
 void wf_tls_set_tid(void *tp, int tid)
 {
-	*(int *)((char *)tp + g.tid_off) = tid;
+	*(int *)(desc_of(tp) + g.tid_off) = tid;
 }
 
 static void pool_push(char *tp, uintptr_t tag)

@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include <pthread.h>
+
+#include "util/sys.h"
 #include "util/util.h"
 
 #if defined(__x86_64__)
@@ -27,17 +30,19 @@ typedef struct wf_tls_cache {
 WF_HIDDEN int wf_tls_probe(const char **why);
 
 /* The calling context's thread pointer (x86-64: the fs base, which the
- * TCB's first word holds). Volatile: the compiler must not reuse a value
- * read before a wf_tls_install. */
+ * TCB's first word holds; aarch64: tpidr_el0). Volatile: the compiler must
+ * not reuse a value read before a wf_tls_install. */
 static inline void *wf_tls_current(void)
 {
-#if defined(__x86_64__)
 	void *tp;
+#if defined(__x86_64__)
 	__asm__ __volatile__("mov %%fs:0, %0" : "=r"(tp));
-	return tp;
+#elif defined(__aarch64__)
+	__asm__ __volatile__("mrs %0, tpidr_el0" : "=r"(tp));
 #else
-	return __builtin_thread_pointer();
+	tp = __builtin_thread_pointer();
 #endif
+	return tp;
 }
 
 /* Make tp the calling kernel thread's thread pointer. Only after
@@ -51,10 +56,27 @@ static inline void wf_tls_install(void *tp)
 		__asm__ __volatile__("wrfsbase %0" ::"r"(tp) : "memory");
 	else
 		syscall(SYS_arch_prctl, ARCH_SET_FS, tp);
+#elif defined(__aarch64__)
+	__asm__ __volatile__("msr tpidr_el0, %0" ::"r"(tp) : "memory");
 #else
 	(void)tp;
 	__builtin_trap(); /* wf_tls_probe refuses every other target */
 #endif
+}
+
+/* The thread pointer of the glibc thread t (a kernel thread's pthread_t):
+ * t itself on x86-64 (TLS variant II), just above t's descriptor on
+ * aarch64. The distance is the same for every thread; it is read off the
+ * calling one. */
+static inline void *wf_tls_of_thread(pthread_t t)
+{
+	return (char *)t + ((char *)wf_tls_current() - (char *)WF_SYS(pthread_self)());
+}
+/* The glibc thread (pthread_t) whose thread pointer is tp. */
+static inline pthread_t wf_tls_thread_of(void *tp)
+{
+	return (pthread_t)((char *)tp -
+			   ((char *)wf_tls_current() - (char *)WF_SYS(pthread_self)()));
 }
 
 /* A new thread control block with its static TLS, initialised as glibc
