@@ -5,7 +5,9 @@
  *   condvar_pingpong_1worker   mutex + condvar turn-taking, one worker / CPU
  *   condvar_pingpong_2workers  the same across two workers / CPUs
  *   sem_pingpong               two semaphores, one worker / CPU
- *   mutex_hammer_64            64 threads on one mutex, tiny critical section
+ *   mutex_hammer_64            64 threads on one mutex, tiny critical section,
+ *                              each bound to a worker (pinned to a CPU)
+ *   mutex_hammer_64_unbound    the same, placed by the scheduler (the kernel)
  *   sleep_10k                  10,000 threads sleeping 100 ms at once
  *   sem_1m                     1,000,000 ULTs blocked on one semaphore, each
  *                              trial in a fresh process (hidden "_semwait"
@@ -384,9 +386,11 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
-/* n: total acquisitions (a multiple of HAMMER_THREADS). */
+/* n: total acquisitions (a multiple of HAMMER_THREADS). c->iarg[0]: 1 for
+ * the unbound row (default attributes: the scheduler places the ULTs). */
 static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 {
+	int unbound = c->iarg[0] == 1;
 	static struct hammer h;
 	weft_t t[HAMMER_THREADS];
 	int w[HAMMER_THREADS];
@@ -405,7 +409,7 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 		ERR(s, "weft_mutex_init: %s", strerror(rc));
 		return rc;
 	}
-	rc = spawn(t, HAMMER_THREADS, hammer_ult, &h, 0, w, &made, s);
+	rc = spawn(t, HAMMER_THREADS, hammer_ult, &h, 0, unbound ? NULL : w, &made, s);
 	while (atomic_load(&h.ready) < made)
 		weft_yield();
 	int64_t t0 = wb_now_ns();
@@ -436,8 +440,10 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	return 0;
 }
 
+/* c->iarg[0]: 1 for the unpinned row. */
 static int pt_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 {
+	int unpinned = c->iarg[0] == 1;
 	long per = n / HAMMER_THREADS, counter = 0;
 	int cpus[HAMMER_THREADS], ncpu = 0;
 	int64_t el = 0;
@@ -448,7 +454,8 @@ static int pt_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 		cpus[i] = ncpu ? wb_cpu(i % ncpu) : -1;
 	if (per < 1)
 		per = 1;
-	int rc = wb_pthread_mutex_hammer(HAMMER_THREADS, per, cpus, &counter, &el);
+	int rc =
+		wb_pthread_mutex_hammer(HAMMER_THREADS, per, unpinned ? NULL : cpus, &counter, &el);
 	if (rc) {
 		ERR(s, "pthread_create: %s", strerror(rc));
 		return rc;
@@ -1565,25 +1572,39 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 		}
 	}
 
-	/* 64 threads on one mutex */
-	{
-		const char *wn = "64 ULTs, ULT i bound to worker i mod workers: lock, counter++ "
-				 "and a hash step, unlock";
+	/* 64 threads on one mutex: bound/pinned (every worker and CPU takes
+	 * part in every run), then placed by the scheduler as a real program's
+	 * threads are. */
+	for (int unbound = 0; unbound <= 1; unbound++) {
+		const char *wn = unbound ? "64 ULTs, default attributes (placed by the scheduler): "
+					   "lock, counter++ and a hash step, unlock"
+					 : "64 ULTs, ULT i bound to worker i mod workers: lock, "
+					   "counter++ and a hash step, unlock";
 		wb_case_t wa = SYNC_CASE(WEFT_CONTEXT_ASM, weft_mutex_hammer,
-					 nworkers == 2 ? "workers 0+1" : "all workers", wn);
+					 unbound         ? "any"
+					 : nworkers == 2 ? "workers 0+1"
+							 : "all workers",
+					 wn);
 		wa.n0 = 64 * 100;
+		wa.iarg[0] = unbound;
 		wb_case_t cases[] = {
 			wa,
 			{.system = "pthread",
-			 .placement = wb_cpu(1) >= 0 && wb_cpu(2) < 0 ? "CPUs 0+1" : "all CPUs",
+			 .placement = unbound                           ? "any"
+				      : wb_cpu(1) >= 0 && wb_cpu(2) < 0 ? "CPUs 0+1"
+									: "all CPUs",
 			 .run = pt_mutex_hammer,
 			 .n0 = 64 * 100,
 			 .ref = WB_REF_PTHREAD,
 			 .opts = o,
-			 .note = "64 pthreads, thread i pinned to allowed CPU i mod CPUs, default "
-				 "pthread_mutex_t"},
+			 .iarg = {unbound},
+			 .note = unbound ? "64 pthreads, not pinned, default pthread_mutex_t"
+					 : "64 pthreads, thread i pinned to allowed CPU i mod "
+					   "CPUs, "
+					   "default pthread_mutex_t"},
 		};
-		wb_group_t g = {"mutex_hammer_64", "ns/acq", cases, NCASES(cases)};
+		wb_group_t g = {unbound ? "mutex_hammer_64_unbound" : "mutex_hammer_64", "ns/acq",
+				cases, NCASES(cases)};
 		wb_row_t rows[NCASES(cases)];
 		if (wb_selected_bench(o, g.bench)) {
 			wb_run_group(o, &g, rows);

@@ -808,6 +808,44 @@ static void test_dlopen_tls_is_per_ult(void **state)
 	WT_OK(dlclose(lib));
 }
 
+/* A block is reused with its DTV kept (tls.c, "Reuse"): the dynamic TLS a
+ * ULT had must not reach the next ULT on its block. 200 ULTs one after
+ * another on one worker (so each takes the block the last one released),
+ * each finding tls_lib's variable at its initial value and leaving it
+ * changed. */
+enum { DL_REUSE = 200 };
+
+static void *dirty_lib_tls(void *arg)
+{
+	tls_lib_counter_fn f = arg;
+	int *p = f();
+	int seen = *p;
+	*p = 12345;
+	return (void *)(intptr_t)seen;
+}
+
+static void test_dlopen_tls_fresh_in_reused_block(void **state)
+{
+	wt_init(1);
+	need_own_tls();
+	void *lib = dlopen(TLS_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		fail_msg("dlopen(%s): %s", TLS_LIB_PATH, dlerror());
+	tls_lib_counter_fn f = (tls_lib_counter_fn)dlsym(lib, "tls_lib_counter");
+	if (!f)
+		fail_msg("dlsym(tls_lib_counter): %s", dlerror());
+	int stale = 0;
+	for (int i = 0; i < DL_REUSE; i++) {
+		weft_t t = spawn_tls(WEFT_TLS_OWN, 0, dirty_lib_tls, (void *)f);
+		if ((intptr_t)wt_join(t) != TLS_LIB_INITIAL)
+			stale++;
+	}
+	WT_EQ(stale, 0);
+	WT_EQ(*f(), TLS_LIB_INITIAL); /* the root's copy */
+	WT_OK(weft_shutdown());
+	WT_OK(dlclose(lib));
+}
+
 /* ---- own TLS: malloc ---------------------------------------------------- */
 
 /* 16 ULTs with own TLS on 2 workers allocate and free (malloc's per-thread
@@ -1228,6 +1266,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_own_errno_survives_migration),
 		cmocka_unit_test(test_root_keeps_its_tls),
 		cmocka_unit_test(test_dlopen_tls_is_per_ult),
+		cmocka_unit_test(test_dlopen_tls_fresh_in_reused_block),
 		cmocka_unit_test(test_own_tls_malloc_churn),
 		cmocka_unit_test(test_many_own_ults_one_after_another),
 		cmocka_unit_test(test_many_own_ults_alive_at_once),
