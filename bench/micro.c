@@ -10,6 +10,9 @@
  * with ULTs that have thread-local storage of their own (WEFT_TLS_OWN), each
  * against WEFT_TLS_WORKER in the same alternating trials (tls_own_group).
  *
+ * The spread_4 row: CPU-bound ULTs made by one ULT after the workers fell
+ * asleep must reach every worker (round time near 4/W computations).
+ *
  * The chain row (N threads alive at once) runs each trial in a fresh child
  * process (the hidden "_chain" subcommand) so that its peak RSS, read from
  * wait4's rusage, belongs to that system alone.
@@ -434,6 +437,92 @@ static int weft_idle(const wb_case_t *c, long n, wb_sample_t *s)
 	return 0;
 }
 
+/* ---- spread: CPU-bound ULTs made by one ULT reach every worker --------- */
+
+/* Each round, after a pause in which every worker falls asleep, a driver
+ * ULT makes SPREAD_THREADS ULTs of about SPREAD_MS of computation each and
+ * joins them: on W workers a round takes SPREAD_THREADS / W * SPREAD_MS
+ * when the work reaches every worker, SPREAD_THREADS * SPREAD_MS when one
+ * worker runs it all. The value is ms per round. */
+#define SPREAD_THREADS  4
+#define SPREAD_MS       4
+#define SPREAD_PAUSE_NS 10000000L
+
+static long spread_iters; /* iterations of spread_work in about SPREAD_MS */
+
+static uint64_t spread_work(long iters)
+{
+	uint64_t x = 1;
+	for (long i = 0; i < iters; i++)
+		x = x * 6364136223846793005u + 1442695040888963407u;
+	return x;
+}
+
+static void spread_calibrate(void)
+{
+	if (spread_iters)
+		return;
+	long iters = 1 << 16;
+	for (;;) {
+		int64_t t0 = wb_now_ns();
+		volatile uint64_t sink = spread_work(iters);
+		(void)sink;
+		int64_t el = wb_now_ns() - t0;
+		if (el >= 1000000 || iters > (1L << 40)) {
+			spread_iters = (long)((double)iters * SPREAD_MS * 1e6 / (double)el);
+			return;
+		}
+		iters *= 4;
+	}
+}
+
+static _Atomic uint64_t spread_sink;
+
+static void *spread_one(void *p)
+{
+	(void)p;
+	atomic_fetch_add_explicit(&spread_sink, spread_work(spread_iters), memory_order_relaxed);
+	return NULL;
+}
+
+static void *spread_driver(void *p)
+{
+	(void)p;
+	weft_t t[SPREAD_THREADS];
+	int made = 0, rc = 0;
+	for (; made < SPREAD_THREADS; made++)
+		if ((rc = weft_create(&t[made], NULL, spread_one, NULL)) != 0)
+			break;
+	for (int i = 0; i < made; i++)
+		weft_join(t[i], NULL);
+	return (void *)(intptr_t)rc;
+}
+
+static int weft_spread(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	int64_t el = 0;
+	for (long r = 0; r < n; r++) {
+		weft_sleep_ns(SPREAD_PAUSE_NS);
+		int64_t t0 = wb_now_ns();
+		weft_t d;
+		void *res = NULL;
+		int rc = weft_create(&d, NULL, spread_driver, NULL);
+		if (!rc)
+			rc = weft_join(d, &res);
+		if (!rc)
+			rc = (int)(intptr_t)res;
+		if (rc) {
+			ERR(s, "weft_create/join: %s", strerror(rc));
+			return rc;
+		}
+		el += wb_now_ns() - t0;
+	}
+	s->elapsed_ns = (double)el;
+	s->value = (double)el / (double)n / 1e6;
+	return 0;
+}
+
 /* ---- peers ------------------------------------------------------------- */
 
 static int done(wb_sample_t *s, int rc, int64_t el, double ops, const char *what)
@@ -473,6 +562,21 @@ static int pt_futex(const wb_case_t *c, long n, wb_sample_t *s)
 	}
 	int rc = wb_pthread_futex_pingpong(n, a, b, &el);
 	return done(s, rc, el, (double)n, "pthread_create");
+}
+
+static int pt_spread(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	int64_t el = 0;
+	int rc = wb_pthread_spread(n, SPREAD_THREADS, spread_iters, spread_work, SPREAD_PAUSE_NS,
+				   &el);
+	if (rc) {
+		ERR(s, "pthread_create: %s", strerror(rc));
+		return rc;
+	}
+	s->elapsed_ns = (double)el;
+	s->value = (double)el / (double)n / 1e6;
+	return 0;
 }
 
 static int pt_fib(const wb_case_t *c, long n, wb_sample_t *s)
@@ -1019,6 +1123,34 @@ int wb_micro_main(const wb_opts_t *o)
 				if (w == pt && o->chain_pthread_n < 32439)
 					wb_row_note(w, "~32,439 fit with default attributes");
 			}
+			emit(&r, rows, g.ncases);
+		}
+	}
+
+	/* CPU-bound ULTs made by one ULT reach every worker */
+	{
+		char note[160];
+		snprintf(note, sizeof note,
+			 "a ULT makes %d ULTs of ~%d ms of computation and joins them, after "
+			 "a %ld ms pause; ms per round",
+			 SPREAD_THREADS, SPREAD_MS, SPREAD_PAUSE_NS / 1000000);
+		spread_calibrate();
+		wb_case_t wa = WEFT_CASE(WEFT_CONTEXT_ASM, weft_spread, "any", note);
+		wa.n = o->quick ? 3 : 10;
+		wb_case_t cases[] = {
+			wa,
+			{.system = "pthread",
+			 .placement = "unpinned",
+			 .run = pt_spread,
+			 .n = wa.n,
+			 .ref = WB_REF_PTHREAD,
+			 .opts = o,
+			 .note = "the same with threads"},
+		};
+		wb_group_t g = {"spread_4", "ms/round", cases, NCASES(cases)};
+		wb_row_t rows[NCASES(cases)];
+		if (wb_selected_bench(o, g.bench)) {
+			wb_run_group(o, &g, rows);
 			emit(&r, rows, g.ncases);
 		}
 	}

@@ -28,6 +28,11 @@ int wb_pthread_futex_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns)
 int wb_pthread_fib(int k, long *threads, int64_t *elapsed_ns);
 /* n threads alive at once: thread i creates thread i+1 and joins it. */
 int wb_pthread_chain(long n, int64_t *elapsed_ns);
+/* n rounds, each after a pause of pause_ns: a thread starts `threads`
+ * threads that each run work(iters), and joins them; elapsed_ns counts the
+ * rounds, not the pauses. */
+int wb_pthread_spread(long n, int threads, long iters, uint64_t (*work)(long), long pause_ns,
+		      int64_t *elapsed_ns);
 
 /* glibc pthreads' synchronization (peers_pthread_sync.c), the sync rows */
 

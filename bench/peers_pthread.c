@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *noop(void *arg)
@@ -195,4 +196,55 @@ int wb_pthread_chain(long n, int64_t *elapsed_ns)
 	*elapsed_ns = wb_now_ns() - t0;
 	/* The chain stops early where pthread_create failed. */
 	return (intptr_t)r == n ? 0 : EAGAIN;
+}
+
+struct spread {
+	int threads;
+	long iters;
+	uint64_t (*work)(long);
+	_Atomic uint64_t sink;
+};
+
+static void *spread_one(void *p)
+{
+	struct spread *s = p;
+	atomic_fetch_add_explicit(&s->sink, s->work(s->iters), memory_order_relaxed);
+	return NULL;
+}
+
+static void *spread_driver(void *p)
+{
+	struct spread *s = p;
+	pthread_t t[16];
+	int made = 0, rc = 0;
+	for (; made < s->threads && made < 16; made++)
+		if ((rc = pthread_create(&t[made], NULL, spread_one, s)) != 0)
+			break;
+	for (int i = 0; i < made; i++)
+		pthread_join(t[i], NULL);
+	return (void *)(intptr_t)rc;
+}
+
+int wb_pthread_spread(long n, int threads, long iters, uint64_t (*work)(long), long pause_ns,
+		      int64_t *elapsed_ns)
+{
+	struct spread s = {.threads = threads, .iters = iters, .work = work};
+	int64_t el = 0;
+	for (long r = 0; r < n; r++) {
+		struct timespec d = {pause_ns / 1000000000, pause_ns % 1000000000};
+		while (nanosleep(&d, &d) != 0 && errno == EINTR)
+			;
+		int64_t t0 = wb_now_ns();
+		pthread_t drv;
+		void *res;
+		int rc = pthread_create(&drv, NULL, spread_driver, &s);
+		if (rc)
+			return rc;
+		pthread_join(drv, &res);
+		if (res)
+			return (int)(intptr_t)res;
+		el += wb_now_ns() - t0;
+	}
+	*elapsed_ns = el;
+	return 0;
 }

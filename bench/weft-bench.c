@@ -29,12 +29,14 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{"micro", wb_micro_main,
 	 "basic costs: create+join, yield, park/unpark ping-pong (one worker, two),\n"
-	 "          fork-join fib, N threads alive (time + peak RSS), bare switches;\n"
+	 "          fork-join fib, N threads alive (time + peak RSS), bare switches,\n"
+	 "          CPU-bound ULTs made by one ULT reaching every worker;\n"
 	 "          weft (asm and ucontext backends) vs glibc pthreads, glibc ucontext\n"
 	 "          and, when built with Boost, Boost.Context and Boost.Fiber;\n"
 	 "          synchronization: mutex, condvar and semaphore ping-pongs, 64 threads\n"
-	 "          on one mutex, 10k sleepers, 1M ULTs blocked on a semaphore, and a\n"
-	 "          TSP once per mutex waiting policy (spin, spin-park, park, adaptive)"},
+	 "          on one mutex (bound, and placed by the scheduler), 10k sleepers,\n"
+	 "          1M ULTs blocked on a semaphore, and a TSP once per mutex waiting\n"
+	 "          policy (spin, spin-park, park, adaptive)"},
 	{"posix", wb_posix_main,
 	 "one pthread program (weft-px-bench) under glibc and under\n"
 	 "          LD_PRELOAD=libweft-pthread.so: create+join, mutex, condvar ping-pong"},

@@ -341,6 +341,39 @@ static void test_cpu_bound_work_spreads_to_all_workers(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* The same with the ULTs made by a ULT that is not main, four on two
+ * workers, as a task farm starts its tasks - each round after every worker
+ * fell asleep (main sleeps 20 ms first), so the work must wake one. */
+struct spread_driver {
+	struct spread *s;
+	int n;
+};
+
+static void *spawn_spinners(void *arg)
+{
+	struct spread_driver *d = arg;
+	weft_t t[8];
+	for (int i = 0; i < d->n; i++)
+		t[i] = wt_spawn(NULL, mark_and_spin, d->s);
+	for (int i = 0; i < d->n; i++)
+		wt_join(t[i]);
+	return NULL;
+}
+
+static void test_cpu_bound_work_made_by_a_ult_spreads(void **state)
+{
+	enum { W = 2 };
+	wt_init(W);
+	for (int round = 0; round < 10; round++) {
+		WT_OK(weft_sleep_ns(20000000));
+		struct spread s = {.all = (1u << W) - 1, .deadline = wt_now_ns() + 10000000000ull};
+		struct spread_driver d = {.s = &s, .n = 4};
+		wt_join(wt_spawn(NULL, spawn_spinners, &d));
+		WT_EQU(atomic_load(&s.seen), s.all);
+	}
+	WT_OK(weft_shutdown());
+}
+
 static void *set_flag(void *arg)
 {
 	atomic_store((atomic_int *)arg, 1);
@@ -591,6 +624,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_no_migration_binds_ult_first_run_by_an_exit),
 		cmocka_unit_test(test_create_on_out_of_range_worker_einval),
 		cmocka_unit_test(test_cpu_bound_work_spreads_to_all_workers),
+		cmocka_unit_test(test_cpu_bound_work_made_by_a_ult_spreads),
 		cmocka_unit_test(test_main_yield_runs_others_on_one_worker),
 		cmocka_unit_test(test_main_join_blocks_on_one_worker),
 		cmocka_unit_test(test_main_migrates_and_shuts_down_on_its_thread),
