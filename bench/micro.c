@@ -38,6 +38,30 @@ extern char **environ;
 
 #define ERR(s, ...) snprintf((s)->error, sizeof(s)->error, __VA_ARGS__)
 
+/* ---- which peers this weft-bench has ------------------------------------ */
+
+/* The peers built in, and the ones left out and why (each optional). */
+const char *wb_peers_built(void)
+{
+	return "glibc pthreads and ucontext; "
+#if WB_HAVE_BOOST
+	       "Boost.Context and Boost.Fiber; "
+#else
+	       "Boost.Context/Fiber LEFT OUT (libboost-context-dev, libboost-fiber-dev "
+	       "not found at build time); "
+#endif
+#if WB_HAVE_ST
+	       "State Threads; "
+#else
+	       "State Threads LEFT OUT (libst-dev not found at build time); "
+#endif
+#ifdef WB_GO_PEER
+	       "Go (weft-peer-go)";
+#else
+	       "Go LEFT OUT (no go command at build time)";
+#endif
+}
+
 /* ---- a weft session around each run ------------------------------------ */
 
 static int weft_start(const wb_opts_t *o, int context, char *err, size_t errlen)
@@ -614,6 +638,16 @@ static int uc_swap(const wb_case_t *c, long n, wb_sample_t *s)
 	return done(s, rc, el, 2.0 * (double)n, "swapcontext");
 }
 
+#if WB_HAVE_ST
+static int st_create_join(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	int64_t el = 0;
+	int rc = wb_st_create_join(n, &el);
+	return done(s, rc, el, (double)n, "st_thread_create");
+}
+#endif
+
 #if WB_HAVE_BOOST
 static int boost_jump(const wb_case_t *c, long n, wb_sample_t *s)
 {
@@ -849,6 +883,15 @@ static void tls_own_group(const wb_opts_t *o, wb_report_t *r, const char *bench,
 	emit(r, rows, NOWN);
 }
 
+int wb_peers_main(const wb_opts_t *o)
+{
+	wb_opts_t p = *o;
+	if (!p.only)
+		p.only =
+			"create_join,yield,condvar_pingpong_1worker,mutex_hammer_64_unbound,sem_1m";
+	return wb_micro_main(&p);
+}
+
 int wb_micro_main(const wb_opts_t *o)
 {
 	wb_machine_t m;
@@ -898,34 +941,52 @@ int wb_micro_main(const wb_opts_t *o)
 		 "pthreads%s",
 		 fib_k, fib_calls(fib_k), fib_pt_k, fib_calls(fib_pt_k), o->chain_n,
 		 o->chain_pthread_n, o->quick ? " (--quick)" : "");
-	const char *keys[] = {"weft", "placement", "trials", "sizes"};
-	const char *vals[] = {weft_desc, place, trials_desc, sizes};
-	wb_report_begin(&r, &m, keys, vals, 4);
+	const char *keys[] = {"weft", "placement", "trials", "sizes", "peers"};
+	const char *vals[] = {weft_desc, place, trials_desc, sizes, wb_peers_built()};
+	wb_report_begin(&r, &m, keys, vals, 5);
 
 	/* create + join */
 	{
-		wb_case_t cases[] = {
-			WEFT_CASE(WEFT_CONTEXT_ASM, weft_create_join, "any", NULL),
-			WEFT_CASE(WEFT_CONTEXT_UCONTEXT, weft_create_join, "any", NULL),
-			{.system = "pthread",
-			 .placement = "unpinned",
-			 .run = pt_create_join,
-			 .n0 = 50,
-			 .ref = WB_REF_PTHREAD,
-			 .opts = o},
+		wb_case_t cases[] =
+		{ WEFT_CASE(WEFT_CONTEXT_ASM, weft_create_join, "any", NULL),
+		  WEFT_CASE(WEFT_CONTEXT_UCONTEXT, weft_create_join, "any", NULL),
+		  {.system = "pthread",
+		   .placement = "unpinned",
+		   .run = pt_create_join,
+		   .n0 = 50,
+		   .ref = WB_REF_PTHREAD,
+		   .opts = o},
 #if WB_HAVE_BOOST
-			{.system = "boost-fiber",
-			 .placement = "main thread",
-			 .run = boost_fiber_cj,
-			 .n0 = 1000,
-			 .opts = o,
-			 .note = "fiber f(fn); f.join()"},
-			{.system = "boost-context-callcc",
-			 .placement = "main thread",
-			 .run = boost_callcc,
-			 .n0 = 1000,
-			 .opts = o,
-			 .note = "callcc create+run+destroy, no scheduler"},
+		  {.system = "boost-fiber",
+		   .placement = "main thread",
+		   .run = boost_fiber_cj,
+		   .n0 = 1000,
+		   .opts = o,
+		   .note = "fiber f(fn); f.join()"},
+		  {.system = "boost-context-callcc",
+		   .placement = "main thread",
+		   .run = boost_callcc,
+		   .n0 = 1000,
+		   .opts = o,
+		   .note = "callcc create+run+destroy, no scheduler"},
+#endif
+#if WB_HAVE_ST
+		  {.system = "state-threads",
+		   .placement = "main thread",
+		   .run = st_create_join,
+		   .n0 = 10000,
+		   .opts = o,
+		   .note = "st_thread_create(joinable) + st_thread_join, N:1"},
+#endif
+#ifdef WB_GO_PEER
+		  {.system = "go",
+		   .placement = "any",
+		   .run = wb_go_case,
+		   .n0 = 100000,
+		   .opts = o,
+		   .iarg = {WB_GO_CREATE_JOIN},
+		   .note = "go f() + a channel receive; GOMAXPROCS = the CPUs (weft-peer-go, a "
+			   "process per run)"},
 #endif
 		};
 		wb_group_t g = {"create_join", "ns/pair", cases, NCASES(cases)};
@@ -971,6 +1032,15 @@ int wb_micro_main(const wb_opts_t *o)
 			 .n0 = 1000,
 			 .opts = o,
 			 .note = "2 fibers x n this_fiber::yield"},
+#endif
+#ifdef WB_GO_PEER
+			{.system = "go",
+			 .placement = "one P",
+			 .run = wb_go_case,
+			 .n0 = 100000,
+			 .opts = o,
+			 .iarg = {WB_GO_YIELD, 2},
+			 .note = "2 goroutines x n runtime.Gosched, GOMAXPROCS=1 (weft-peer-go)"},
 #endif
 		};
 		wb_group_t g = {"yield", "ns/switch", cases, NCASES(cases)};

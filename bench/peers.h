@@ -8,6 +8,7 @@
 #ifndef WB_PEERS_H
 #define WB_PEERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -73,6 +74,41 @@ int wb_boost_callcc(long n, int64_t *elapsed_ns);
 int wb_boost_fiber_create_join(long n, int64_t *elapsed_ns);
 /* Two fibers each call boost::this_fiber::yield() n times (2n switches). */
 int wb_boost_fiber_yield(long n, int64_t *elapsed_ns);
+
+/* State Threads (peers_st.c), present when WB_HAVE_ST */
+
+/* n times st_thread_create (joinable) + st_thread_join. */
+int wb_st_create_join(long n, int64_t *elapsed_ns);
+/* n round trips of two threads taking turns through two st_cond_t. */
+int wb_st_cond_pingpong(long n, int64_t *elapsed_ns);
+
+/* Go (peers_go.c), present when WB_GO_PEER names the built weft-peer-go */
+
+typedef struct wb_go_result {
+	int64_t elapsed_ns;  /* the n operations, timed by the Go program */
+	int64_t block_ns;    /* alive: until every goroutine had started */
+	int64_t pre_rss_kb;  /* resident before the operations */
+	int64_t peak_rss_kb; /* the process's peak (wait4) */
+} wb_go_result_t;
+/* One run of weft-peer-go BENCH n (bench/peers_go/main.go says what each
+ * is); 0, or an errno value with err saying why (ENOSYS: not built). */
+int wb_go_run(const char *bench, long n, wb_go_result_t *res, char *err, size_t errlen);
+/* Its benchmarks, for wb_go_case's iarg[0]. */
+enum {
+	WB_GO_CREATE_JOIN,
+	WB_GO_YIELD,
+	WB_GO_CHAN_PINGPONG,
+	WB_GO_COND_PINGPONG,
+	WB_GO_MUTEX_HAMMER,
+	WB_GO_ALIVE,
+};
+/* A weft-bench row's run function (harness.h's wb_run_fn) for Go:
+ * c->iarg[0] is the benchmark, c->iarg[1] the operations per unit of n
+ * (yield: 2 switches; 0 means 1). The value is ns per operation; alive's
+ * is seconds, with sem_1m's per-thread extras. */
+struct wb_case;
+struct wb_sample;
+int wb_go_case(const struct wb_case *c, long n, struct wb_sample *s);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,12 @@
 
 /* micro.c: switch, create/join, park/unpark, fork-join and memory rows. */
 int wb_micro_main(const wb_opts_t *o);
+/* micro.c: "peers": micro's rows that have peers besides glibc (Boost,
+ * State Threads, Go), unless --only chooses others. */
+int wb_peers_main(const wb_opts_t *o);
+/* micro.c: which peers this weft-bench was built with, and which were left
+ * out and why (the report's "peers" line). */
+const char *wb_peers_built(void);
 /* micro.c, hidden "_chain": one run of the chain row in a fresh process, so
  * its peak RSS is its own. Prints "elapsed_ns=... pre_rss_kb=..." on stdout. */
 int wb_micro_chain_child(const wb_opts_t *o);

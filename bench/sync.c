@@ -246,6 +246,16 @@ static int pt_cond_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
 	return done(s, rc, el, (double)n, "pthread_create");
 }
 
+#if WB_HAVE_ST
+static int st_cond_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
+{
+	(void)c;
+	int64_t el = 0;
+	int rc = wb_st_cond_pingpong(n, &el);
+	return done(s, rc, el, (double)n, "st_thread_create");
+}
+#endif
+
 /* ---- sem_pingpong ------------------------------------------------------ */
 
 /* Player 0 posts s[1] and waits on s[0]; player 1 waits on s[1] and posts
@@ -1525,24 +1535,55 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 		wb_case_t wu = SYNC_CASE(WEFT_CONTEXT_UCONTEXT, weft_cond_pingpong,
 					 two ? "workers 0+1" : "worker 0", wn);
 		wa.iarg[1] = wu.iarg[1] = two;
-		wb_case_t cases[] = {
-			wa,
-			wu,
-			{.system = "pthread",
-			 .placement = two ? "CPUs 0+1" : "CPU 0",
-			 .run = pt_cond_pingpong,
-			 .n0 = 50,
-			 .ref = WB_REF_PTHREAD,
-			 .opts = o,
-			 .iarg = {0, two},
-			 .note = two ? "the same with pthread_mutex_t/pthread_cond_t, pinned to "
-				       "two CPUs"
-				     : "the same with pthread_mutex_t/pthread_cond_t, both pinned "
-				       "to one "
-				       "CPU"},
-		};
+		wb_case_t cases[6];
+		int nc = 0;
+		cases[nc++] = wa;
+		cases[nc++] = wu;
+		cases[nc++] =
+			(wb_case_t){.system = "pthread",
+				    .placement = two ? "CPUs 0+1" : "CPU 0",
+				    .run = pt_cond_pingpong,
+				    .n0 = 50,
+				    .ref = WB_REF_PTHREAD,
+				    .opts = o,
+				    .iarg = {0, two},
+				    .note = two ? "the same with pthread_mutex_t/pthread_cond_t, "
+						  "pinned to two CPUs"
+						: "the same with pthread_mutex_t/pthread_cond_t, "
+						  "both pinned to one "
+						  "CPU"};
+		if (!two) { /* the peers that hand off on one core */
+#if WB_HAVE_ST
+			cases[nc++] = (wb_case_t){
+				.system = "state-threads",
+				.placement = "main thread",
+				.run = st_cond_pingpong,
+				.n0 = 1000,
+				.opts = o,
+				.note = "two st_cond_t, turn-taking without a mutex (N:1: switches "
+					"only when a thread blocks)"};
+#endif
+#ifdef WB_GO_PEER
+			cases[nc++] = (wb_case_t){
+				.system = "go",
+				.placement = "one P",
+				.run = wb_go_case,
+				.n0 = 10000,
+				.opts = o,
+				.iarg = {WB_GO_COND_PINGPONG},
+				.note = "sync.Mutex + two sync.Cond, GOMAXPROCS=1 (weft-peer-go)"};
+			cases[nc++] = (wb_case_t){
+				.system = "go-chan",
+				.placement = "one P",
+				.run = wb_go_case,
+				.n0 = 10000,
+				.opts = o,
+				.iarg = {WB_GO_CHAN_PINGPONG},
+				.note = "two unbuffered channels, GOMAXPROCS=1 (weft-peer-go)"};
+#endif
+		}
 		wb_group_t g = {two ? "condvar_pingpong_2workers" : "condvar_pingpong_1worker",
-				"ns/RT", cases, NCASES(cases)};
+				"ns/RT", cases, nc};
 		wb_row_t rows[NCASES(cases)];
 		if (wb_selected_bench(o, g.bench)) {
 			wb_run_group(o, &g, rows);
@@ -1587,31 +1628,42 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 					 wn);
 		wa.n0 = 64 * 100;
 		wa.iarg[0] = unbound;
-		wb_case_t cases[] = {
-			wa,
-			{.system = "pthread",
-			 .placement = unbound                           ? "any"
-				      : wb_cpu(1) >= 0 && wb_cpu(2) < 0 ? "CPUs 0+1"
-									: "all CPUs",
-			 .run = pt_mutex_hammer,
-			 .n0 = 64 * 100,
-			 .ref = WB_REF_PTHREAD,
-			 .opts = o,
-			 .iarg = {unbound},
-			 .note = unbound ? "64 pthreads, not pinned, default pthread_mutex_t"
-					 : "64 pthreads, thread i pinned to allowed CPU i mod "
-					   "CPUs, "
-					   "default pthread_mutex_t"},
-		};
+		wb_case_t cases[3];
+		int nc = 0;
+		cases[nc++] = wa;
+		cases[nc++] = (wb_case_t){
+			.system = "pthread",
+			.placement = unbound                           ? "any"
+				     : wb_cpu(1) >= 0 && wb_cpu(2) < 0 ? "CPUs 0+1"
+								       : "all CPUs",
+			.run = pt_mutex_hammer,
+			.n0 = 64 * 100,
+			.ref = WB_REF_PTHREAD,
+			.opts = o,
+			.iarg = {unbound},
+			.note = unbound ? "64 pthreads, not pinned, default pthread_mutex_t"
+					: "64 pthreads, thread i pinned to allowed CPU i mod CPUs, "
+					  "default pthread_mutex_t"};
+#ifdef WB_GO_PEER
+		if (unbound)
+			cases[nc++] = (wb_case_t){
+				.system = "go",
+				.placement = "any",
+				.run = wb_go_case,
+				.n0 = 64 * 100,
+				.opts = o,
+				.iarg = {WB_GO_MUTEX_HAMMER},
+				.note = "64 goroutines, one sync.Mutex, GOMAXPROCS = the CPUs "
+					"(weft-peer-go)"};
+#endif
 		wb_group_t g = {unbound ? "mutex_hammer_64_unbound" : "mutex_hammer_64", "ns/acq",
-				cases, NCASES(cases)};
+				cases, nc};
 		wb_row_t rows[NCASES(cases)];
 		if (wb_selected_bench(o, g.bench)) {
 			wb_run_group(o, &g, rows);
 			for (int i = 0; i < g.ncases; i++)
 				if (rows[i].system && !rows[i].error[0])
-					wb_row_note(&rows[i], "%.3g Mops/s",
-						    wb_row_get_extra(&rows[i], "mops"));
+					wb_row_note(&rows[i], "%.3g Mops/s", 1e3 / rows[i].median);
 			emit(r, rows, g.ncases);
 		}
 	}
@@ -1664,6 +1716,19 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 			 .no_warmup = 1,
 			 .budget_s = SEMWAIT_BUDGET_S,
 			 .opts = o},
+#ifdef WB_GO_PEER
+			{.system = "go",
+			 .placement = "any",
+			 .run = wb_go_case,
+			 .n = quick ? 20000 : 1000000,
+			 .trials = quick ? 1 : 3,
+			 .no_warmup = 1,
+			 .budget_s = SEMWAIT_BUDGET_S,
+			 .opts = o,
+			 .iarg = {WB_GO_ALIVE},
+			 .note = "goroutines blocked on one channel, released by closing it, "
+				 "waited for with a sync.WaitGroup (weft-peer-go)"},
+#endif
 		};
 		wb_group_t g = {"sem_1m", "s", cases, NCASES(cases)};
 		wb_row_t rows[NCASES(cases)];

@@ -37,6 +37,13 @@ static const struct subcommand subcommands[] = {
 	 "          on one mutex (bound, and placed by the scheduler), 10k sleepers,\n"
 	 "          1M ULTs blocked on a semaphore, and a TSP once per mutex waiting\n"
 	 "          policy (spin, spin-park, park, adaptive)"},
+	{"peers", wb_peers_main,
+	 "micro's rows that have peers besides glibc, each in the same run: create+join,\n"
+	 "          yield, mutex+condvar ping-pong on one worker, 64 unbound threads on\n"
+	 "          one mutex, 1M threads blocked at once; against Boost.Fiber and\n"
+	 "          Boost.Context, State Threads (libst-dev) and Go's goroutines\n"
+	 "          (weft-peer-go, built when go is found), each left out with a note\n"
+	 "          when absent at build time"},
 	{"posix", wb_posix_main,
 	 "one pthread program (weft-px-bench) under glibc and under\n"
 	 "          LD_PRELOAD=libweft-pthread.so: create+join, mutex, condvar ping-pong"},

@@ -16,8 +16,10 @@ PKGS=(build-essential cmake ninja-build pkg-config libcmocka-dev clang-format
 PKGS+=(ripgrep memcached pbzip2 lbzip2)
 # aarch64 tests (scripts/test-aarch64.sh): cross compilers, qemu-user, cmocka for arm64.
 PKGS+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libcmocka-dev:arm64)
-# Peers measured by weft-bench.
-PKGS+=(libboost-context-dev libboost-fiber-dev)
+# Peers measured by weft-bench (Go's rows need the go command, which Debian's
+# golang package or an upstream install in /usr/local/go provides; without
+# it they are left out).
+PKGS+=(libboost-context-dev libboost-fiber-dev libst-dev)
 # The SystemC 2.3.4 peer of weft-bench sim (bench/sim/systemc_models.cc).
 PKGS+=(libsystemc-dev)
 
