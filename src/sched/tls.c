@@ -50,9 +50,9 @@
  *   - sizeof(struct pthread) is _thread_db_sizeof_pthread and the tid and
  *     list fields are where _thread_db_pthread_tid and _list say
  *     (libthread_db reads threads with these exported descriptors; they
- *     are glibc's own record of its layout); the calling thread's
- *     descriptor, found from its thread pointer as above, holds its kernel
- *     thread id;
+ *     are glibc's own record of its layout); glibc's own pthread_self()
+ *     of the calling thread is the descriptor found from its thread
+ *     pointer as above;
  *   - x86-64: the TCB header's first fields are tcb (offset 0) and self
  *     (16), both pointing to the TCB - checked on the calling thread; the
  *     DTV pointer is at 8 and the copied words lie between 24 and 80
@@ -112,9 +112,9 @@
  *   points to, until it is reused: then they are freed and the DTV is
  *   cleared and filled anew (_dl_allocate_tls_init), as glibc's stack
  *   cache does - a calloc and a free fewer per thread than a new DTV,
- *   about 70 ns of a create+join. Exiting (wf_tls_exiting) runs the C++ destructors first and
- *   puts the locale back, so nothing of the old thread is visible but a
- *   malloc cache. Blocks live in a per-worker cache and a global pool and
+ *   about 60 ns of a create+join. Exiting (wf_tls_exiting) runs the C++
+ *   destructors first and puts the locale back, so nothing of the old
+ *   thread is visible but a malloc cache. Blocks live in a per-worker cache and a global pool and
  *   are never unmapped - as glibc's stack cache keeps the TLS of exited
  *   threads, without its bound: a process keeps as many as it ever had
  *   ULTs with their own at once. A block is 4-5 KiB of address space
@@ -125,8 +125,8 @@
  *   A module dlopened while ULTs with blocks exist whose TLS glibc puts in
  *   static TLS (initial-exec; or TLS descriptors, all of aarch64's, when
  *   it fits in glibc's optional surplus) is not initialised in those
- *   blocks: glibc initialises it only in the threads it knows. gdb's thread list
- *   (libthread_db) shows kernel threads, not ULTs.
+ *   blocks: glibc initialises it only in the threads it knows. gdb's
+ *   thread list (libthread_db) shows kernel threads, not ULTs.
  */
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
