@@ -195,22 +195,23 @@ WEFT_API int weft_attr_getworker(const weft_attr_t *a, int *worker);
  *   WEFT_TLS_OWN     a thread control block of its own, as a kernel thread
  *                    has: its own __thread and C++ thread_local variables,
  *                    errno, malloc cache and exception state, wherever it
- *                    runs; one wrfsbase per switch to or from it (about
- *                    10 ns on the AMD EPYC weft is measured on) and
- *                    about 4 KiB of address space;
+ *                    runs; one thread-pointer write per switch to or from
+ *                    it (wrfsbase: about 10 ns on an AMD EPYC, 1-3 ns on
+ *                    an Intel Xeon) and about 4 KiB of address space;
  *   WEFT_TLS_DEFAULT the process's default (weft_config_t.tls, WEFT_TLS):
  *                    WORKER unless set to own. The POSIX layer's threads
  *                    use OWN unless the process's default says worker.
  * weft_create answers ENOTSUP for OWN where it cannot be had (a target
- * other than x86-64, a C library other than glibc 2.34+, a ThreadSanitizer
- * build; WEFT_VERBOSE=1 names the reason). */
+ * other than x86-64 and aarch64, a C library other than glibc 2.34+, a
+ * sanitizer build; WEFT_VERBOSE=1 names the reason). */
 enum weft_tls { WEFT_TLS_DEFAULT = 0, WEFT_TLS_WORKER = 1, WEFT_TLS_OWN = 2 };
 WEFT_API int weft_attr_settls(weft_attr_t *a, int tls);
 WEFT_API int weft_attr_gettls(const weft_attr_t *a, int *tls);
 
 /* Create a ULT running fn(arg). It starts on the creator's worker (a bound
- * ULT on its worker). Returning from fn is weft_exit(return value).
- * From a foreign thread: works; the ULT is queued for any worker. */
+ * ULT on its worker), with the creator's signal mask (as pthread_create;
+ * none from a foreign thread). Returning from fn is weft_exit(return
+ * value). From a foreign thread: works; the ULT is queued for any worker. */
 WEFT_API int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* Wait for t to exit and collect its value. EDEADLK for t == self or a join

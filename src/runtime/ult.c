@@ -24,7 +24,26 @@ int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg
 
 int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	return wf_create(t, attr, fn, arg);
+	/* The new ULT starts with its creator's signal mask, as a new POSIX
+	 * thread does: a kernel thread switches masks (a system call) only
+	 * between ULTs whose masks differ, so children of a main that blocks a
+	 * signal would otherwise cost two per create and join. */
+	if (!t || !fn || (attr && attr->magic_ != WF_ATTR_MAGIC))
+		return EINVAL;
+	int e = wf_ensure_runtime(); /* main becomes a ULT, with its mask */
+	if (e)
+		return e;
+	wf_ult_t *me = wf_self();
+	uint64_t mask = me ? atomic_load_explicit(&me->sig_mask, memory_order_relaxed) : 0;
+	if (likely(!mask))
+		return wf_create(t, attr, fn, arg);
+	weft_attr_t a;
+	if (attr)
+		a = *attr;
+	else
+		weft_attr_init(&a);
+	a.sigmask_ = mask;
+	return wf_create(t, &a, fn, arg);
 }
 
 int wf_join_id(weft_t t, void **ret)

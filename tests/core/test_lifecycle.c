@@ -6,6 +6,8 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -632,6 +634,60 @@ static void test_exit_with_runtime_running(void **state)
 	wt_child_free(&c);
 }
 
+/* ---- a new ULT's signal mask --------------------------------------------- */
+
+/* Whether the calling kernel thread blocks SIGUSR1 (1/0), as the ULT sees
+ * it: the kernel thread running a ULT blocks what the ULT blocks. */
+static void *usr1_blocked(void *arg)
+{
+	(void)arg;
+	sigset_t s;
+	pthread_sigmask(SIG_BLOCK, NULL, &s);
+	return (void *)(intptr_t)sigismember(&s, SIGUSR1);
+}
+
+static void *create_and_report(void *arg)
+{
+	(void)arg;
+	weft_t t;
+	if (weft_create(&t, NULL, usr1_blocked, NULL))
+		return (void *)(intptr_t)-1;
+	void *r = NULL;
+	weft_join(t, &r);
+	return r;
+}
+
+/* A ULT starts with its creator's signal mask, as pthread_create's threads
+ * do: main blocks SIGUSR1 before weft starts, and so do its ULTs and
+ * theirs, the first one included; a ULT created by a thread that is not a
+ * ULT starts with none. (Children that kept a mask of their own made the
+ * kernel thread switch masks - two system calls - on every create+join.) */
+static void test_new_ult_inherits_creator_mask(void **state)
+{
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	WT_OK(pthread_sigmask(SIG_BLOCK, &usr1, NULL));
+	weft_t t = WEFT_NULL;
+	WT_OK(weft_create(&t, NULL, usr1_blocked, NULL)); /* starts the runtime */
+	WT_EQ_PTR(wt_join(t), (void *)1);
+	WT_EQ_PTR(wt_join(wt_spawn(NULL, create_and_report, NULL)), (void *)1);
+	WT_OK(weft_shutdown());
+	WT_OK(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL));
+
+	/* A plain pthread (a foreign thread) makes the ULT; worker 1 runs it
+	 * while main, worker 0's ULT, waits in the kernel. */
+	wt_init(2);
+	pthread_t p;
+	void *r = NULL;
+	WT_OK(pthread_sigmask(SIG_BLOCK, &usr1, NULL));
+	WT_OK(pthread_create(&p, NULL, create_and_report, NULL));
+	WT_OK(pthread_join(p, &r));
+	WT_OK(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL));
+	WT_EQ_PTR(r, (void *)0);
+	WT_OK(weft_shutdown());
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +731,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env_bad_idle_spin_einval),
 		cmocka_unit_test(test_env_bad_guarded_stacks_einval),
 		cmocka_unit_test(test_exit_with_runtime_running),
+		cmocka_unit_test(test_new_ult_inherits_creator_mask),
 	};
 	return WT_RUN(argc, argv, tests);
 }
