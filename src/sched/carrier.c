@@ -35,7 +35,8 @@
  *   retake   the monitor saw the same (seq, IN) value in two sweeps at
  *            least syscall_ns apart. It takes a spare carrier (or makes
  *            one, up to wf_rt.spares of them besides the workers' own,
- *            or past that while every worker is in a section: retake),
+ *            or past that while every worker has been in one section for
+ *            STUCK_NS: retake),
  *            CASes (seq << 2) | IN -> (seq << 2) | TAKEN, and gives the
  *            worker to the spare: give = w, cmd = CARRY, futex wake. The
  *            CAS decides the race with end: either end wins and nothing
@@ -703,18 +704,22 @@ static void setxid_wrap(void)
 /* ---- the monitor -------------------------------------------------------- */
 
 /* Give w, whose section has value v, to a spare. Called by the monitor.
- * all_in: every worker was in a section at this sweep - then a spare is
- * made even past the bound (unless hand-overs are off): nothing else would
- * run the ready ULTs, and the blocked ones may be waiting for one of them
- * (threads of one process waiting on a process-shared lock that one of
- * their own holds), which glibc, with a kernel thread per thread, runs. */
-static void retake(wf_worker_t *w, unsigned v, int all_in)
+ * all_stuck: every worker has been in the same section for STUCK_NS at
+ * least - then a spare is made even past the bound (unless hand-overs are
+ * off): nothing else would run the ready ULTs, and the blocked ones may be
+ * waiting for one of them (threads of one process waiting on a
+ * process-shared lock that one of their own holds), which glibc, with a
+ * kernel thread per thread, runs. Not for sections that merely overlap: a
+ * burst of short calls (10,000 connects) would otherwise grow a kernel
+ * thread per sweep. */
+#define STUCK_NS 2000000ull
+static void retake(wf_worker_t *w, unsigned v, int all_stuck)
 {
 	WF_SYS(pthread_mutex_lock)(&cr.lock);
 	wf_carrier_t *c = cr.spares;
 	if (c)
 		cr.spares = c->next_spare;
-	else if ((cr.extra < wf_rt.spares || (all_in && wf_rt.spares > 0)) &&
+	else if ((cr.extra < wf_rt.spares || (all_stuck && wf_rt.spares > 0)) &&
 		 (c = carrier_new(NULL)))
 		cr.extra++;
 	WF_SYS(pthread_mutex_unlock)(&cr.lock);
@@ -816,10 +821,12 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 static int sweep(void)
 {
 	uint64_t now = wf_now_ns();
-	int open = 0, all_in = 1;
-	for (int i = 0; i < wf_rt.nworkers && all_in; i++)
-		all_in = (atomic_load_explicit(&wf_rt.workers[i]->sys, memory_order_relaxed) &
-			  SYS_FLAGS) == SYS_IN;
+	int open = 0, all_stuck = 1;
+	for (int i = 0; i < wf_rt.nworkers && all_stuck; i++) {
+		unsigned v = atomic_load_explicit(&wf_rt.workers[i]->sys, memory_order_relaxed);
+		all_stuck = (v & SYS_FLAGS) == SYS_IN && v == cr.seen_v[i] &&
+			    now - cr.seen_ns[i] >= STUCK_NS;
+	}
 	for (int i = 0; i < wf_rt.nworkers; i++) {
 		wf_worker_t *w = wf_rt.workers[i];
 		unsigned v = atomic_load_explicit(&w->sys, memory_order_relaxed);
@@ -840,7 +847,7 @@ static int sweep(void)
 			cr.seen_v[i] = v;
 			cr.seen_ns[i] = now;
 		} else if (now - cr.seen_ns[i] >= (uint64_t)wf_rt.syscall_ns) {
-			retake(w, v, all_in);
+			retake(w, v, all_stuck);
 		}
 	}
 	return open;
