@@ -2,10 +2,16 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void wb_sample_extra(wb_sample_t *s, const char *key, double value)
 {
@@ -260,4 +266,93 @@ void wb_run_group(const wb_opts_t *o, wb_group_t *g, wb_row_t *rows)
 			if (rows[i].system && !rows[i].error[0] && !g->cases[i].no_ratio)
 				rows[i].ratio_vs_pthread = rows[i].median / rows[ref].median;
 	}
+}
+
+/* ---- child processes ---------------------------------------------------- */
+
+extern char **environ;
+
+int wb_spawn_read(char *const argv[], int with_stderr, char *out, size_t outlen, int *status,
+		  struct rusage *ru, char *err, size_t errlen)
+{
+	int fds[2], rc;
+	pid_t pid;
+	posix_spawn_file_actions_t fa;
+	size_t got = 0;
+
+	if (pipe(fds) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return errno;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	if (with_stderr)
+		posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+	posix_spawn_file_actions_addclose(&fa, fds[0]);
+	posix_spawn_file_actions_addclose(&fa, fds[1]);
+	rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc) {
+		close(fds[0]);
+		snprintf(err, errlen, "posix_spawn %s: %s", argv[0], strerror(rc));
+		return rc;
+	}
+	while (got + 1 < outlen) {
+		ssize_t r = read(fds[0], out + got, outlen - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	out[got] = '\0';
+	close(fds[0]);
+	while (wait4(pid, status, 0, ru) < 0)
+		if (errno != EINTR) {
+			snprintf(err, errlen, "wait4: %s", strerror(errno));
+			return errno;
+		}
+	return 0;
+}
+
+int wb_run_self_child(const char *sub, const wb_case_t *c, long n, char *out, size_t outlen,
+		      struct rusage *ru, wb_sample_t *s)
+{
+	const wb_opts_t *o = c->opts;
+	char exe[PATH_MAX], nbuf[32], wbuf[16], pbuf[16];
+	int status, rc;
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (len <= 0) {
+		snprintf(s->error, sizeof s->error, "readlink /proc/self/exe: %s", strerror(errno));
+		return errno;
+	}
+	exe[len] = '\0';
+	snprintf(nbuf, sizeof nbuf, "%ld", n);
+	snprintf(wbuf, sizeof wbuf, "%d", o->workers);
+	snprintf(pbuf, sizeof pbuf, "%d", o->pin);
+	char *argv[] = {exe,     (char *)sub, "--system",  (char *)c->system,
+			"--n",   nbuf,        "--workers", wbuf,
+			"--pin", pbuf,        NULL};
+	if ((rc = wb_spawn_read(argv, 0, out, outlen, &status, ru, s->error, sizeof s->error)))
+		return rc;
+	if (WIFSIGNALED(status)) {
+		snprintf(s->error, sizeof s->error, "child killed by signal %d (%s)%s",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)),
+			 WTERMSIG(status) == SIGKILL ? ", out of memory?" : "");
+		return EIO;
+	}
+	char *e = strstr(out, "error=");
+	if (e) {
+		e[strcspn(e, "\n")] = '\0';
+		snprintf(s->error, sizeof s->error, "%s", e + 6);
+		return EIO;
+	}
+	if (WEXITSTATUS(status) != 0) {
+		snprintf(s->error, sizeof s->error, "child exited %d: %.200s", WEXITSTATUS(status),
+			 out);
+		return EIO;
+	}
+	return 0;
 }

@@ -89,6 +89,23 @@ int wb_selected_system(const wb_opts_t *o, const char *system);
  * the case was filtered out). Nothing is printed. */
 void wb_run_group(const wb_opts_t *o, wb_group_t *g, wb_row_t *rows);
 
+/* Child processes (rows measured each in a fresh process, for a peak RSS of
+ * their own) */
+
+/* Run argv[0] (a path) with argv, read what it writes to stdout (and to
+ * stderr, with_stderr) into out - NUL-terminated, at most outlen - 1 bytes -
+ * and wait for it: its wait status and resource usage (ru_maxrss: its peak
+ * RSS). 0, or an errno value with err saying what failed. */
+struct rusage;
+int wb_spawn_read(char *const argv[], int with_stderr, char *out, size_t outlen, int *status,
+		  struct rusage *ru, char *err, size_t errlen);
+/* Run this weft-bench's hidden child subcommand `sub` for c's system with
+ * size n (and the options' --workers and --pin) and check how it ended: 0
+ * with its first output line in out and its usage in ru, or an errno value
+ * with s->error set - a signal, an "error=..." line, a non-zero exit. */
+int wb_run_self_child(const char *sub, const wb_case_t *c, long n, char *out, size_t outlen,
+		      struct rusage *ru, wb_sample_t *s);
+
 /* CPU affinity of the main thread as it was at startup: saved once, and
  * restored before every peer run so a runtime that pinned the main thread
  * does not pin the peers. wb_cpu(i) is the i-th allowed CPU (-1 if none). */

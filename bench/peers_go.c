@@ -7,16 +7,10 @@
 #include "peers.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
 
 int wb_go_run(const char *bench, long n, wb_go_result_t *res, char *err, size_t errlen)
 {
@@ -26,46 +20,13 @@ int wb_go_run(const char *bench, long n, wb_go_result_t *res, char *err, size_t 
 	return ENOSYS;
 #else
 	char nbuf[32], out[1024];
-	int fds[2], status, rc;
-	pid_t pid;
+	int status, rc;
 	struct rusage ru;
-	posix_spawn_file_actions_t fa;
-	ssize_t got = 0;
 
 	snprintf(nbuf, sizeof nbuf, "%ld", n);
 	char *argv[] = {(char *)WB_GO_PEER, (char *)bench, nbuf, NULL};
-	if (pipe(fds) != 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return errno;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
-	posix_spawn_file_actions_addclose(&fa, fds[0]);
-	posix_spawn_file_actions_addclose(&fa, fds[1]);
-	rc = posix_spawn(&pid, WB_GO_PEER, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc) {
-		close(fds[0]);
-		snprintf(err, errlen, "posix_spawn %s: %s", WB_GO_PEER, strerror(rc));
+	if ((rc = wb_spawn_read(argv, 1, out, sizeof out, &status, &ru, err, errlen)))
 		return rc;
-	}
-	while (got < (ssize_t)sizeof out - 1) {
-		ssize_t r = read(fds[0], out + got, sizeof out - 1 - (size_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += r;
-	}
-	out[got] = '\0';
-	close(fds[0]);
-	while (wait4(pid, &status, 0, &ru) < 0)
-		if (errno != EINTR) {
-			snprintf(err, errlen, "wait4: %s", strerror(errno));
-			return errno;
-		}
 	if (WIFSIGNALED(status)) {
 		snprintf(err, errlen, "weft-peer-go killed by signal %d (%s)", WTERMSIG(status),
 			 strsignal(WTERMSIG(status)));

@@ -31,18 +31,15 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <weft.h>
 
-extern char **environ;
 
 #define ERR(s, ...) snprintf((s)->error, sizeof(s)->error, __VA_ARGS__)
 #define NCASES(a)   ((int)(sizeof(a) / sizeof((a)[0])))
@@ -623,76 +620,15 @@ static int weft_sem_many(const wb_case_t *c, long n, wb_sample_t *s)
 /* Run "weft-bench _semwait --system S --n N" and read its peak RSS. */
 static int semwait_spawn(const wb_case_t *c, long n, wb_sample_t *s)
 {
-	const wb_opts_t *o = c->opts;
-	char exe[PATH_MAX], nbuf[32], wbuf[16], pbuf[16], out[512];
-	ssize_t len, got = 0;
-	int fds[2], status, rc;
-	pid_t pid;
+	char out[512];
 	struct rusage ru;
-	posix_spawn_file_actions_t fa;
-
-	len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (len <= 0) {
-		ERR(s, "readlink /proc/self/exe: %s", strerror(errno));
-		return errno;
-	}
-	exe[len] = '\0';
-	snprintf(nbuf, sizeof nbuf, "%ld", n);
-	snprintf(wbuf, sizeof wbuf, "%d", o->workers);
-	snprintf(pbuf, sizeof pbuf, "%d", o->pin);
-	char *argv[] = {exe,     "_semwait", "--system",  (char *)c->system,
-			"--n",   nbuf,       "--workers", wbuf,
-			"--pin", pbuf,       NULL};
-
-	if (pipe(fds) != 0) {
-		ERR(s, "pipe: %s", strerror(errno));
-		return errno;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addclose(&fa, fds[0]);
-	posix_spawn_file_actions_addclose(&fa, fds[1]);
-	rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc) {
-		close(fds[0]);
-		ERR(s, "posix_spawn: %s", strerror(rc));
+	int rc = wb_run_self_child("_semwait", c, n, out, sizeof out, &ru, s);
+	if (rc)
 		return rc;
-	}
-	while (got < (ssize_t)sizeof out - 1) {
-		ssize_t r = read(fds[0], out + got, sizeof out - 1 - (size_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += r;
-	}
-	out[got] = '\0';
-	close(fds[0]);
-	while (wait4(pid, &status, 0, &ru) < 0) {
-		if (errno != EINTR) {
-			ERR(s, "wait4: %s", strerror(errno));
-			return errno;
-		}
-	}
-	if (WIFSIGNALED(status)) {
-		ERR(s, "child killed by signal %d (%s)%s", WTERMSIG(status),
-		    strsignal(WTERMSIG(status)),
-		    WTERMSIG(status) == SIGKILL ? ", out of memory?" : "");
-		return EIO;
-	}
 	long long el = -1, block = -1;
 	long pre = -1;
-	char *e = strstr(out, "error=");
-	if (e) {
-		e[strcspn(e, "\n")] = '\0';
-		ERR(s, "%s", e + 6);
-		return EIO;
-	}
-	if (WEXITSTATUS(status) != 0 ||
-	    sscanf(out, "elapsed_ns=%lld pre_rss_kb=%ld block_ns=%lld", &el, &pre, &block) != 3) {
-		ERR(s, "child exited %d: %.200s", WEXITSTATUS(status), out);
+	if (sscanf(out, "elapsed_ns=%lld pre_rss_kb=%ld block_ns=%lld", &el, &pre, &block) != 3) {
+		ERR(s, "child's output: %.200s", out);
 		return EIO;
 	}
 	s->elapsed_ns = (double)el;
