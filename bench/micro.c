@@ -32,7 +32,6 @@
 
 #include <weft.h>
 
-
 #define ERR(s, ...) snprintf((s)->error, sizeof(s)->error, __VA_ARGS__)
 
 /* ---- which peers this weft-bench has ------------------------------------ */

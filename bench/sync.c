@@ -40,7 +40,6 @@
 
 #include <weft.h>
 
-
 #define ERR(s, ...) snprintf((s)->error, sizeof(s)->error, __VA_ARGS__)
 #define NCASES(a)   ((int)(sizeof(a) / sizeof((a)[0])))
 

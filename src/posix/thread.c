@@ -298,7 +298,7 @@ WF_PX_API int WF_PX(pthread_create)(pthread_t *t, const pthread_attr_t *a, void 
 	if (e)
 		return e;
 	weft_t id;
-	e = wf_create(&id, &wa, fn, arg);
+	e = wf_create(&id, &wa, fn, arg, 0);
 	weft_attr_destroy(&wa);
 	if (e == ENOMEM)
 		e = EAGAIN; /* POSIX: "lacked the resources" */

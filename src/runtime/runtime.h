@@ -34,8 +34,11 @@ static inline int wf_ensure_runtime(void)
 	return wf_start_lazily();
 }
 
-/* weft_create and weft_join, for the layers above (src/posix). */
-WF_HIDDEN int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
+/* weft_create and weft_join, for the layers above (src/posix).
+ * inherit_mask: the new ULT starts with the creating ULT's signal mask
+ * (weft_create); 0: with attr's (the POSIX layer sets it). */
+WF_HIDDEN int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg,
+			int inherit_mask);
 WF_HIDDEN int wf_join_id(weft_t t, void **ret);
 WF_HIDDEN int wf_detach_id(weft_t t);
 /* Register weft's fork handlers with glibc, once, before any other

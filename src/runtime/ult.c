@@ -8,15 +8,30 @@
 #include "sched/preempt.h"
 #include "sync/wait.h"
 
-int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
+int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg, int inherit_mask)
 {
 	if (!t || !fn || (attr && attr->magic_ != WF_ATTR_MAGIC))
 		return EINVAL;
-	int e = wf_ensure_runtime();
+	int e = wf_ensure_runtime(); /* main becomes a ULT, with its mask */
 	if (e)
 		return e;
 	if (attr && attr->worker_ >= wf_rt.nworkers)
 		return EINVAL;
+	/* weft_create: the new ULT starts with its creator's signal mask, as a
+	 * new POSIX thread does - a kernel thread switches masks (a system
+	 * call) only between ULTs whose masks differ, so children of a main
+	 * that blocks a signal would otherwise cost two per create and join. */
+	wf_ult_t *me = inherit_mask ? wf_self() : NULL;
+	uint64_t mask = me ? atomic_load_explicit(&me->sig_mask, memory_order_relaxed) : 0;
+	weft_attr_t a;
+	if (unlikely(mask)) {
+		if (attr)
+			a = *attr;
+		else
+			weft_attr_init(&a);
+		a.sigmask_ = mask;
+		attr = &a;
+	}
 	e = wf_ult_spawn(attr, fn, arg, t);
 	wf_preempt_point(); /* a create loop owes its worker a slice (sched/preempt.c) */
 	return e;
@@ -24,26 +39,7 @@ int wf_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg
 
 int weft_create(weft_t *t, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	/* The new ULT starts with its creator's signal mask, as a new POSIX
-	 * thread does: a kernel thread switches masks (a system call) only
-	 * between ULTs whose masks differ, so children of a main that blocks a
-	 * signal would otherwise cost two per create and join. */
-	if (!t || !fn || (attr && attr->magic_ != WF_ATTR_MAGIC))
-		return EINVAL;
-	int e = wf_ensure_runtime(); /* main becomes a ULT, with its mask */
-	if (e)
-		return e;
-	wf_ult_t *me = wf_self();
-	uint64_t mask = me ? atomic_load_explicit(&me->sig_mask, memory_order_relaxed) : 0;
-	if (likely(!mask))
-		return wf_create(t, attr, fn, arg);
-	weft_attr_t a;
-	if (attr)
-		a = *attr;
-	else
-		weft_attr_init(&a);
-	a.sigmask_ = mask;
-	return wf_create(t, &a, fn, arg);
+	return wf_create(t, attr, fn, arg, 1);
 }
 
 int wf_join_id(weft_t t, void **ret)
