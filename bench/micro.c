@@ -51,7 +51,7 @@ const char *wb_peers_built(void)
 #else
 	       "State Threads LEFT OUT (libst-dev not found at build time); "
 #endif
-#ifdef WB_GO_PEER
+#if WB_HAVE_GO
 	       "Go (weft-peer-go)";
 #else
 	       "Go LEFT OUT (no go command at build time)";
@@ -913,7 +913,7 @@ int wb_micro_main(const wb_opts_t *o)
 		   .opts = o,
 		   .note = "st_thread_create(joinable) + st_thread_join, N:1"},
 #endif
-#ifdef WB_GO_PEER
+#if WB_HAVE_GO
 		  {.system = "go",
 		   .placement = "any",
 		   .run = wb_go_case,
@@ -968,7 +968,7 @@ int wb_micro_main(const wb_opts_t *o)
 			 .opts = o,
 			 .note = "2 fibers x n this_fiber::yield"},
 #endif
-#ifdef WB_GO_PEER
+#if WB_HAVE_GO
 			{.system = "go",
 			 .placement = "one P",
 			 .run = wb_go_case,

@@ -82,7 +82,7 @@ int wb_st_create_join(long n, int64_t *elapsed_ns);
 /* n round trips of two threads taking turns through two st_cond_t. */
 int wb_st_cond_pingpong(long n, int64_t *elapsed_ns);
 
-/* Go (peers_go.c), present when WB_GO_PEER names the built weft-peer-go */
+/* Go (peers_go.c), present when WB_HAVE_GO: weft-peer-go was built */
 
 typedef struct wb_go_result {
 	int64_t elapsed_ns;  /* the n operations, timed by the Go program */

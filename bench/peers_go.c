@@ -1,5 +1,7 @@
 /* Go's goroutines as a peer (bench/peers_go/main.go, built into
- * weft-peer-go when CMake finds the go command: WB_GO_PEER names it). Each
+ * weft-peer-go when CMake finds the go command: WB_HAVE_GO). weft-bench
+ * runs the weft-peer-go beside it (in the build tree and installed), or the
+ * one WEFT_BENCH_GO_PEER names. Each
  * run is a process of its own - the Go runtime's GOMAXPROCS and peak RSS
  * belong to that benchmark alone - which times its own loop, so process
  * start-up is not counted. See peers.h. */
@@ -8,23 +10,34 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int wb_go_run(const char *bench, long n, wb_go_result_t *res, char *err, size_t errlen)
 {
-#ifndef WB_GO_PEER
+#if !WB_HAVE_GO
 	(void)bench, (void)n, (void)res;
 	snprintf(err, errlen, "skipped: weft-bench was built without Go (no go command)");
 	return ENOSYS;
 #else
-	char nbuf[32], out[1024];
+	char prog[4096], nbuf[32], out[1024];
 	int status, rc;
 	struct rusage ru;
 
+	const char *env = getenv("WEFT_BENCH_GO_PEER");
+	if (env) {
+		snprintf(prog, sizeof prog, "%s", env);
+	} else {
+		ssize_t len = readlink("/proc/self/exe", prog, sizeof prog - sizeof "weft-peer-go");
+		prog[len > 0 ? len : 0] = '\0';
+		char *slash = strrchr(prog, '/');
+		strcpy(slash ? slash + 1 : prog, "weft-peer-go");
+	}
 	snprintf(nbuf, sizeof nbuf, "%ld", n);
-	char *argv[] = {(char *)WB_GO_PEER, (char *)bench, nbuf, NULL};
+	char *argv[] = {prog, (char *)bench, nbuf, NULL};
 	if ((rc = wb_spawn_read(argv, 1, out, sizeof out, &status, &ru, err, errlen)))
 		return rc;
 	if (WIFSIGNALED(status)) {

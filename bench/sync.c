@@ -1498,7 +1498,7 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 				.note = "two st_cond_t, turn-taking without a mutex (N:1: switches "
 					"only when a thread blocks)"};
 #endif
-#ifdef WB_GO_PEER
+#if WB_HAVE_GO
 			cases[nc++] = (wb_case_t){
 				.system = "go",
 				.placement = "one P",
@@ -1579,7 +1579,7 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 			.note = unbound ? "64 pthreads, not pinned, default pthread_mutex_t"
 					: "64 pthreads, thread i pinned to allowed CPU i mod CPUs, "
 					  "default pthread_mutex_t"};
-#ifdef WB_GO_PEER
+#if WB_HAVE_GO
 		if (unbound)
 			cases[nc++] = (wb_case_t){
 				.system = "go",
@@ -1651,7 +1651,7 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 			 .no_warmup = 1,
 			 .budget_s = SEMWAIT_BUDGET_S,
 			 .opts = o},
-#ifdef WB_GO_PEER
+#if WB_HAVE_GO
 			{.system = "go",
 			 .placement = "any",
 			 .run = wb_go_case,

@@ -100,5 +100,13 @@ out=$(env -u LD_LIBRARY_PATH "$prefix/bin/weft-bench" sim --quick --only prodcon
 if echo "$out" | grep -q "error while loading shared libraries"; then
 	echo "FAIL: installed weft-bench sim: $out"; exit 1
 fi
+# weft-bench runs the Go peer installed beside it, where Go was found.
+if [ -x "$prefix/bin/weft-peer-go" ]; then
+	out=$(env -u LD_LIBRARY_PATH "$prefix/bin/weft-bench" micro --quick --only create_join \
+		--systems go --json 2>&1)
+	if ! echo "$out" | grep -q '"system": "go".*"median": [0-9]'; then
+		echo "FAIL: installed weft-bench's go row: $out"; exit 1
+	fi
+fi
 echo "ok: installed programs run from the prefix"
 echo "PASSED"
