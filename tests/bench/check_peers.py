@@ -5,8 +5,10 @@ its rows without an error, and the report names the peers left out.
 Usage: check_peers.py WEFT_BENCH PEER...   (PEER: the systems that must
 have rows, e.g. state-threads go go-chan; none when none was built)
 Exit status 0 when every row of weft-asm and of each PEER has a positive
-median and no error, and each PEER has at least one row."""
+median and no error, each PEER has at least one row, and (with go) a
+weft-peer-go that cannot be run gives an error row, not a crash."""
 import json
+import os
 import subprocess
 import sys
 
@@ -48,6 +50,19 @@ def main():
         if name not in peers and left_out not in meta["peers"]:
             print(f"FAIL: {name} was not expected, but the report does not say it was left out")
             bad += 1
+    if "go" in peers:
+        # A Go peer that cannot be run is an error row, not a crash.
+        env = dict(os.environ, WEFT_BENCH_GO_PEER="/nonexistent/weft-peer-go")
+        out = subprocess.run([bench, "micro", "--quick", "--json", "--only", "create_join",
+                              "--systems", "go"], capture_output=True, text=True, timeout=120,
+                             env=env)
+        rows = [json.loads(line) for line in out.stdout.splitlines() if '"meta"' not in line]
+        if out.returncode != 0 or not rows or not all("nonexistent" in (r.get("error") or "")
+                                                      for r in rows):
+            print(f"FAIL: a missing weft-peer-go: exit {out.returncode}, rows {rows}")
+            bad += 1
+        else:
+            print("ok   a missing weft-peer-go is an error row:", rows[0]["error"])
     return 1 if bad else 0
 
 
