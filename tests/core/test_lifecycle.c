@@ -668,6 +668,12 @@ static void test_new_ult_inherits_creator_mask(void **state)
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	WT_OK(pthread_sigmask(SIG_BLOCK, &usr1, NULL));
+	/* What glibc's pthread_create does, which weft_create follows. */
+	pthread_t g;
+	void *gr = NULL;
+	WT_OK(pthread_create(&g, NULL, usr1_blocked, NULL));
+	WT_OK(pthread_join(g, &gr));
+	WT_EQ_PTR(gr, (void *)1);
 	weft_t t = WEFT_NULL;
 	WT_OK(weft_create(&t, NULL, usr1_blocked, NULL)); /* starts the runtime */
 	WT_EQ_PTR(wt_join(t), (void *)1);
