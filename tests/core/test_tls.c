@@ -734,6 +734,18 @@ enum { DL_ULTS = 8, DL_STEPS = 2000 };
 typedef int *(*tls_lib_counter_fn)(void);
 static _Atomic(tls_lib_counter_fn) lib_counter;
 
+/* dlopen tls_lib; its tls_lib_counter. */
+static tls_lib_counter_fn load_tls_lib(void **lib)
+{
+	*lib = dlopen(TLS_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+	if (!*lib)
+		fail_msg("dlopen(%s): %s", TLS_LIB_PATH, dlerror());
+	tls_lib_counter_fn f = (tls_lib_counter_fn)dlsym(*lib, "tls_lib_counter");
+	if (!f)
+		fail_msg("dlsym(tls_lib_counter): %s", dlerror());
+	return f;
+}
+
 struct dl_result {
 	int slot, base;
 	long wrong;
@@ -776,12 +788,8 @@ static void test_dlopen_tls_is_per_ult(void **state)
 	}
 	for (int i = 0; i < DL_ULTS / 2; i++)
 		t[i] = spawn_tls(WEFT_TLS_OWN, -1, count_in_lib_tls, &r[i]);
-	void *lib = dlopen(TLS_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		fail_msg("dlopen(%s): %s", TLS_LIB_PATH, dlerror());
-	tls_lib_counter_fn f = (tls_lib_counter_fn)dlsym(lib, "tls_lib_counter");
-	if (!f)
-		fail_msg("dlsym(tls_lib_counter): %s", dlerror());
+	void *lib;
+	tls_lib_counter_fn f = load_tls_lib(&lib);
 	atomic_store(&lib_counter, f);
 	for (int i = DL_ULTS / 2; i < DL_ULTS; i++)
 		t[i] = spawn_tls(WEFT_TLS_OWN, -1, count_in_lib_tls, &r[i]);
@@ -828,12 +836,8 @@ static void test_dlopen_tls_fresh_in_reused_block(void **state)
 {
 	wt_init(1);
 	need_own_tls();
-	void *lib = dlopen(TLS_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		fail_msg("dlopen(%s): %s", TLS_LIB_PATH, dlerror());
-	tls_lib_counter_fn f = (tls_lib_counter_fn)dlsym(lib, "tls_lib_counter");
-	if (!f)
-		fail_msg("dlsym(tls_lib_counter): %s", dlerror());
+	void *lib;
+	tls_lib_counter_fn f = load_tls_lib(&lib);
 	int stale = 0;
 	for (int i = 0; i < DL_REUSE; i++) {
 		weft_t t = spawn_tls(WEFT_TLS_OWN, 0, dirty_lib_tls, (void *)f);
