@@ -493,8 +493,12 @@ static void test_handoff_to_running_ult_leaves_token(void **state)
 		struct not_parked s = {.caller = weft_self()};
 		weft_t t = wt_spawn_on(1, spin_then_park, &s);
 		WT_WAIT(atomic_load(&s.started), 10);
-		/* t holds worker 1 from now on, so we run on worker 0. */
-		int me = weft_worker_id();
+		/* t holds worker 1 from now on, so we run on worker 0 - once
+		 * there: preemption may give t's worker to us for a slice while
+		 * t spins (seen under load: main ran on worker 1 in round 1). */
+		int me;
+		while ((me = weft_worker_id()) == 1)
+			weft_yield();
 		WT_CMP(me, !=, 1);
 		weft_t h = wt_spawn_on(me, release_target, &s);
 		WT_OK(weft_park_handoff(t));
