@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
+#include "trace/trace.h"
 
 #define DEFAULT_STACK_SIZE (64u * 1024u)
 #define DEFAULT_SPIN_NS    50000L
@@ -324,6 +325,10 @@ int wf_config_resolve(const weft_config_t *in, weft_config_t *out)
 		return EINVAL;
 	/* Read by wf_fence_init (util/fence.c); only checked here. */
 	if ((v = env("WEFT_MEMBARRIER")) && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+		return EINVAL;
+
+	/* Read by wf_trace_start (trace/trace.c); only checked here. */
+	if ((v = env("WEFT_TRACE_FORMAT")) && *v && !wf_trace_parse_formats(v))
 		return EINVAL;
 
 	if (!c.trace)

@@ -1,11 +1,11 @@
-/* Turning the raw trace into Chrome Trace Event JSON and CSV.
+/* Turning a trace file into Chrome Trace Event JSON and CSV rows.
  *
- * The raw file holds chunks of records, each chunk from one stream (a
+ * The file (codec.h) holds chunks of records, each chunk from one stream (a
  * worker, or the shared stream of other threads), in the order the flusher
  * wrote them; a stream's chunks keep their order, and so do the records in
  * them. The export merges the streams by timestamp and walks the records
- * once, keeping per worker what runs on it, and writes both files as it
- * goes:
+ * once, keeping per worker what runs on it, and writes what the sink asks
+ * for as it goes:
  *
  *   CSV   one row per event, in time order (the columns and events are
  *         listed in the file's header and in docs/observability.md);
@@ -15,11 +15,16 @@
  *         ("s" -> "f") from each unpark to the start of the woken ULT's next
  *         run; instants for create, steal, migrate and contended locks.
  *         Threads that are not workers share tid 1000.
+ *   rows  the CSV's rows, to a function (tools/weft-trace-scan.c).
+ *
+ * Memory: the file is mapped, and a table keeps each ULT's name and pending
+ * wake flow; nothing else grows with the trace.
  *
  * Every lane starts in the loop; the root ULT, already running on worker 0
  * when tracing starts, has a switch record of its own (wf_trace_running).
  * Runs still open at the end are closed at the trace's end.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,9 +32,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <weft/version.h>
-
+#include "sched/sched.h"
 #include "trace/export.h"
 
 #define FOREIGN_TID 1000
@@ -82,6 +87,38 @@ static uint64_t hash64(uint64_t x)
 	return x;
 }
 
+/* The entry of id, or NULL. */
+static ult_info_t *ult_find(ult_table_t *t, uint64_t id)
+{
+	if (!t->cap)
+		return NULL;
+	size_t j = hash64(id) & (t->cap - 1);
+	while (t->v[j].id && t->v[j].id != id)
+		j = (j + 1) & (t->cap - 1);
+	return t->v[j].id ? &t->v[j] : NULL;
+}
+
+/* Forget id (a ULT that exited): the table holds the ULTs alive, not all
+ * that ever were. Linear probing: later entries of the probe run move up
+ * into the hole. */
+static void ult_del(ult_table_t *t, uint64_t id)
+{
+	ult_info_t *u = ult_find(t, id);
+	if (!u)
+		return;
+	size_t mask = t->cap - 1, hole = (size_t)(u - t->v);
+	for (size_t j = (hole + 1) & mask; t->v[j].id; j = (j + 1) & mask) {
+		size_t home = hash64(t->v[j].id) & mask;
+		/* Move j into the hole unless its home lies in (hole, j]. */
+		if (((j - home) & mask) >= ((j - hole) & mask)) {
+			t->v[hole] = t->v[j];
+			hole = j;
+		}
+	}
+	t->v[hole].id = 0;
+	t->n--;
+}
+
 /* The entry of id (made if new), or NULL (ENOMEM). id != 0. */
 static ult_info_t *ult_get(ult_table_t *t, uint64_t id)
 {
@@ -116,40 +153,39 @@ static ult_info_t *ult_get(ult_table_t *t, uint64_t id)
 
 typedef struct {
 	const wf_trace_chunk_hdr_t **chunks; /* this stream's chunks, in order */
-	size_t nchunks, ci;                  /* ci: current chunk */
-	uint32_t ei;                         /* next record in it */
+	size_t nchunks, ci;                  /* ci: the chunk being read */
+	const uint8_t *p, *end;              /* its next record, and its end */
+	uint64_t raw;                        /* timestamp of the record before p */
+	wf_trace_ev_t next;                  /* the record to walk next ... */
+	int has_next;                        /* ... if any */
 	int tid;                             /* JSON tid, CSV worker (-1 foreign) */
 	uint64_t cur;                        /* ULT running, 0: none (in the loop) */
 	uint64_t since;   /* ns: when cur started, or when the loop was entered */
 	int sleeping;     /* between SLEEP and WAKE */
 	uint64_t slept;   /* ns: when it fell asleep */
-	uint64_t obj;     /* BLOCKOBJ for the next SWITCH */
 	uint64_t flow_in; /* wake flow ending at the start of cur's run, or 0 */
 	uint64_t last;    /* ns: latest record (keeps the lane monotonic) */
 } stream_t;
 
 typedef struct {
 	FILE *json, *csv;
+	const wf_trace_sink_t *sink;
 	ult_table_t ults;
 	uint64_t flows; /* last flow id */
 	int first;      /* no JSON event written yet */
 	int pid;
 	int oom;
-	/* ticks -> ns since the start */
-	uint64_t t0_ticks;
+	int bad; /* a chunk ends inside a record */
+	/* raw clock -> ns since the start */
+	uint64_t t0;
 	double ns_per_tick;
-	int tsc;
-	uint64_t t0_ns;
 } out_t;
 
 static uint64_t to_ns(const out_t *o, uint64_t ts)
 {
-	if (o->tsc) {
-		if (ts <= o->t0_ticks)
-			return 0;
-		return (uint64_t)((double)(ts - o->t0_ticks) * o->ns_per_tick);
-	}
-	return ts > o->t0_ns ? ts - o->t0_ns : 0;
+	if (ts <= o->t0)
+		return 0;
+	return (uint64_t)((double)(ts - o->t0) * o->ns_per_tick);
 }
 
 /* Microseconds with three decimals, as the trace-event format wants. */
@@ -158,6 +194,8 @@ static void json_ts(FILE *f, const char *key, uint64_t ns)
 	fprintf(f, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
 }
 
+/* Every JSON writer below starts with json_begin and is called only when
+ * there is a JSON file. */
 static void json_begin(out_t *o, const char *ph, int tid, uint64_t ns)
 {
 	fprintf(o->json, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d", o->first ? "" : ",", ph,
@@ -182,23 +220,25 @@ static void clean_name(char *dst, const char *src, size_t n)
 
 static const char *name_of(out_t *o, uint64_t id)
 {
-	if (!id)
-		return "";
-	ult_info_t *u = ult_get(&o->ults, id);
-	if (!u) {
-		o->oom = 1;
-		return "";
-	}
-	return u->name;
+	ult_info_t *u = id ? ult_find(&o->ults, id) : NULL;
+	return u ? u->name : "";
 }
 
 static void csv_row(out_t *o, uint64_t ns, int worker, const char *ev, uint64_t ult, int64_t a1,
 		    int64_t a2, const char *detail)
 {
+	if (!o->csv && !o->sink->row)
+		return;
 	if (worker == FOREIGN_TID)
 		worker = -1;
-	fprintf(o->csv, "%" PRIu64 ",%d,%s,%" PRIu64 ",%s,%" PRId64 ",%" PRId64 ",%s\n", ns, worker,
-		ev, ult, name_of(o, ult), a1, a2, detail ? detail : "");
+	const char *name = name_of(o, ult);
+	if (o->csv)
+		fprintf(o->csv, "%" PRIu64 ",%d,%s,%" PRIu64 ",%s,%" PRId64 ",%" PRId64 ",%s\n", ns,
+			worker, ev, ult, name, a1, a2, detail ? detail : "");
+	if (o->sink->row) {
+		wf_trace_row_t r = {ns, worker, ev, ult, name, a1, a2, detail ? detail : ""};
+		o->sink->row(o->sink->ctx, &r);
+	}
 }
 
 /* The X slice of s's current ULT run, from..to, and the end of the wake
@@ -207,6 +247,10 @@ static void csv_row(out_t *o, uint64_t ns, int worker, const char *ev, uint64_t 
 static void slice_ult(out_t *o, stream_t *s, uint64_t id, uint64_t from, uint64_t to,
 		      const char *end)
 {
+	if (!o->json) {
+		s->flow_in = 0;
+		return;
+	}
 	json_begin(o, "X", s->tid, from);
 	json_ts(o->json, "dur", to - from);
 	const char *n = name_of(o, id);
@@ -227,15 +271,22 @@ static void slice_ult(out_t *o, stream_t *s, uint64_t id, uint64_t from, uint64_
 
 static void slice_sched(out_t *o, stream_t *s, const char *name, uint64_t from, uint64_t to)
 {
+	if (!o->json)
+		return;
 	json_begin(o, "X", s->tid, from);
 	json_ts(o->json, "dur", to - from);
 	fprintf(o->json, ",\"name\":\"%s\",\"cat\":\"sched\"}", name);
 }
 
-static void instant(out_t *o, stream_t *s, uint64_t ns, const char *name, const char *cat)
+/* An instant, open for its args (the caller closes it). 0 if there is no
+ * JSON file. */
+static int instant(out_t *o, stream_t *s, uint64_t ns, const char *name, const char *cat)
 {
+	if (!o->json)
+		return 0;
 	json_begin(o, "i", s->tid, ns);
 	fprintf(o->json, ",\"s\":\"t\",\"name\":\"%s\",\"cat\":\"%s\",\"args\":{", name, cat);
+	return 1;
 }
 
 static void on_switch(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
@@ -250,19 +301,21 @@ static void on_switch(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns
 		 * hide what ran: then the stop is of an unknown kind. */
 		const char *how = s->cur == from ? stop_detail(e->code) : "other";
 		slice_ult(o, s, s->cur, s->since, ns, how);
-		csv_row(o, ns, s->tid, "stop", s->cur, (int64_t)s->obj, 0, how);
+		csv_row(o, ns, s->tid, "stop", s->cur, (int64_t)(s->cur == from ? e->c : 0), 0,
+			how);
+		if (s->cur == from && (e->code & 0xff) == WF_AFTER_EXIT)
+			ult_del(&o->ults, from);
 	} else {
 		slice_sched(o, s, "idle", s->since, ns);
 	}
-	s->obj = 0;
 	if (to) {
 		if (e->x >= 0 && e->x != s->tid) {
 			csv_row(o, ns, s->tid, "migrate", to, e->x, s->tid, NULL);
-			instant(o, s, ns, "migrate", "sched");
-			fprintf(o->json, "\"ult\":%" PRIu64 ",\"from\":%d}}", to, e->x);
+			if (instant(o, s, ns, "migrate", "sched"))
+				fprintf(o->json, "\"ult\":%" PRIu64 ",\"from\":%d}}", to, e->x);
 		}
 		csv_row(o, ns, s->tid, "run", to, e->x, 0, NULL);
-		ult_info_t *u = ult_get(&o->ults, to);
+		ult_info_t *u = ult_find(&o->ults, to);
 		if (u && u->flow) {
 			s->flow_in = u->flow; /* written with the run's slice */
 			u->flow = 0;
@@ -280,13 +333,11 @@ static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 	case WF_EV_SWITCH:
 		on_switch(o, s, e, ns);
 		break;
-	case WF_EV_BLOCKOBJ:
-		s->obj = e->a;
-		break;
 	case WF_EV_CREATE:
 		csv_row(o, ns, s->tid, "create", e->a, (int64_t)e->b, e->x, NULL);
-		instant(o, s, ns, "create", "sched");
-		fprintf(o->json, "\"ult\":%" PRIu64 ",\"creator\":%" PRIu64 "}}", e->a, e->b);
+		if (instant(o, s, ns, "create", "sched"))
+			fprintf(o->json, "\"ult\":%" PRIu64 ",\"creator\":%" PRIu64 "}}", e->a,
+				e->b);
 		break;
 	case WF_EV_NAME: {
 		ult_info_t *u = ult_get(&o->ults, e->a);
@@ -307,9 +358,11 @@ static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 		csv_row(o, ns, s->tid, "unpark", e->a, (int64_t)e->b, 0, NULL);
 		/* A flow starts inside a slice of the waker's lane: a ULT's run
 		 * or the loop's idle slice. Other threads have no slices. */
+		if (!o->json || s->tid == FOREIGN_TID)
+			break;
 		ult_info_t *u = ult_get(&o->ults, e->a);
-		if (!u || s->tid == FOREIGN_TID) {
-			o->oom |= !u;
+		if (!u) {
+			o->oom = 1;
 			break;
 		}
 		u->flow = ++o->flows;
@@ -320,8 +373,8 @@ static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 	}
 	case WF_EV_STEAL:
 		csv_row(o, ns, s->tid, "steal", e->a, e->x, 0, NULL);
-		instant(o, s, ns, "steal", "sched");
-		fprintf(o->json, "\"ult\":%" PRIu64 ",\"victim\":%d}}", e->a, e->x);
+		if (instant(o, s, ns, "steal", "sched"))
+			fprintf(o->json, "\"ult\":%" PRIu64 ",\"victim\":%d}}", e->a, e->x);
 		break;
 	case WF_EV_SLEEP:
 		csv_row(o, ns, s->tid, "sleep", 0, 0, 0, NULL);
@@ -337,10 +390,11 @@ static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 	case WF_EV_LOCK: {
 		const char *kind = e->code == WF_TRACE_LOCK_RWLOCK ? "rwlock" : "mutex";
 		csv_row(o, ns, s->tid, "lock", s->cur, (int64_t)e->a, (int64_t)e->b, kind);
-		instant(o, s, ns, "lock", "lock");
-		fprintf(o->json,
-			"\"lock\":\"0x%" PRIx64 "\",\"kind\":\"%s\",\"wait_ns\":%" PRIu64 "}}",
-			e->a, kind, e->b);
+		if (instant(o, s, ns, "lock", "lock"))
+			fprintf(o->json,
+				"\"lock\":\"0x%" PRIx64 "\",\"kind\":\"%s\",\"wait_ns\":%" PRIu64
+				"}}",
+				e->a, kind, e->b);
 		break;
 	}
 	default:
@@ -348,68 +402,88 @@ static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 	}
 }
 
+/* Decode s's next record into s->next; has_next = 0 when s is done.
+ * A chunk that ends inside a record sets o->bad and ends the stream. */
+static void advance(out_t *o, stream_t *s)
+{
+	s->has_next = 0;
+	while (!s->p || s->p >= s->end) {
+		if (s->p)
+			s->ci++;
+		if (s->ci >= s->nchunks)
+			return;
+		const wf_trace_chunk_hdr_t *h = s->chunks[s->ci];
+		s->p = (const uint8_t *)(h + 1);
+		s->end = s->p + h->n;
+		s->raw = 0; /* a chunk's first record is against 0 */
+	}
+	s->p = wf_trace_decode(s->p, s->end, &s->next, &s->raw);
+	if (!s->p) {
+		o->bad = 1;
+		s->ci = s->nchunks;
+		return;
+	}
+	s->has_next = 1;
+}
+
 /* The stream with the earliest next record, or NULL when all are done. */
-static stream_t *next_stream(stream_t *st, int n, const wf_trace_ev_t **ev)
+static stream_t *next_stream(stream_t *st, int n)
 {
 	stream_t *best = NULL;
-	const wf_trace_ev_t *be = NULL;
 	for (int i = 0; i < n; i++) {
 		stream_t *s = &st[i];
-		while (s->ci < s->nchunks && s->ei >= s->chunks[s->ci]->n) {
-			s->ci++;
-			s->ei = 0;
-		}
-		if (s->ci == s->nchunks)
-			continue;
-		const wf_trace_ev_t *e = (const wf_trace_ev_t *)(s->chunks[s->ci] + 1) + s->ei;
-		if (!be || e->ts < be->ts) {
+		if (s->has_next && (!best || s->next.ts < best->next.ts))
 			best = s;
-			be = e;
-		}
 	}
-	*ev = be;
 	return best;
 }
 
-static void write_headers(out_t *o, const wf_trace_meta_t *m, uint64_t duration)
+static void write_headers(out_t *o, const wf_trace_meta_t *m)
 {
-	const char *sched = wf_rt.sched_spec ? wf_rt.sched_spec : "";
-	const char *clock = m->tsc ? "tsc" : "monotonic";
-	fprintf(o->json,
-		"{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"weft_version\":\"%s\","
-		"\"workers\":%d,\"sched\":\"%s\",\"clock\":\"%s\",\"dropped\":%" PRIu64
-		",\"complete\":%s,\"pid\":%d,\"program\":\"%s\"},\n\"traceEvents\":[",
-		WEFT_VERSION_STRING, m->workers, sched, clock, m->dropped,
-		m->complete ? "true" : "false", o->pid, program_invocation_short_name);
-	json_begin(o, "M", 0, 0);
-	fprintf(o->json, ",\"name\":\"process_name\",\"args\":{\"name\":\"weft %s (pid %d)\"}}",
-		program_invocation_short_name, o->pid);
-	for (int i = 0; i <= m->workers; i++) {
-		int tid = i < m->workers ? i : FOREIGN_TID;
-		json_begin(o, "M", tid, 0);
-		if (i < m->workers)
+	if (o->json) {
+		fprintf(o->json,
+			"{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"weft_version\":\"%s\","
+			"\"workers\":%d,\"sched\":\"%s\",\"clock\":\"%s\",\"dropped\":%" PRIu64
+			",\"complete\":%s,\"pid\":%d,\"program\":\"%s\"},\n\"traceEvents\":[",
+			m->version, m->workers, m->sched, m->clock, m->dropped,
+			m->complete ? "true" : "false", m->pid, m->program);
+		json_begin(o, "M", 0, 0);
+		fprintf(o->json,
+			",\"name\":\"process_name\",\"args\":{\"name\":\"weft %s (pid %d)\"}}",
+			m->program, m->pid);
+		for (int i = 0; i <= m->workers; i++) {
+			int tid = i < m->workers ? i : FOREIGN_TID;
+			json_begin(o, "M", tid, 0);
+			if (i < m->workers)
+				fprintf(o->json,
+					",\"name\":\"thread_name\",\"args\":{\"name\":\"worker "
+					"%d\"}}",
+					i);
+			else
+				fprintf(o->json, ",\"name\":\"thread_name\",\"args\":{\"name\":"
+						 "\"other threads\"}}");
+			json_begin(o, "M", tid, 0);
 			fprintf(o->json,
-				",\"name\":\"thread_name\",\"args\":{\"name\":\"worker %d\"}}", i);
-		else
-			fprintf(o->json,
-				",\"name\":\"thread_name\",\"args\":{\"name\":\"other threads\"}}");
-		json_begin(o, "M", tid, 0);
-		fprintf(o->json, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
-			tid);
+				",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+				tid);
+		}
 	}
-
-	fprintf(o->csv,
-		"# weft trace: one row per scheduler event, in time order.\n"
-		"# time_ns: since the trace started; worker: -1 for a thread that is not a "
-		"worker;\n"
-		"# ult: a ULT id (0: none); name: its name; arg1, arg2, detail: per event, see\n"
-		"# docs/observability.md (run, stop, idle, sleep, wake, create, name, unpark,\n"
-		"# steal, migrate, lock, dropped, end).\n"
-		"# version=%s\n# program=%s\n# pid=%d\n# workers=%d\n# sched=%s\n# clock=%s\n"
-		"# dropped=%" PRIu64 "\n# complete=%d\n# duration_ns=%" PRIu64 "\n"
-		"time_ns,worker,event,ult,name,arg1,arg2,detail\n",
-		WEFT_VERSION_STRING, program_invocation_short_name, o->pid, m->workers, sched,
-		clock, m->dropped, m->complete, duration);
+	if (o->csv)
+		fprintf(o->csv,
+			"# weft trace: one row per scheduler event, in time order.\n"
+			"# time_ns: since the trace started; worker: -1 for a thread that is "
+			"not a worker;\n"
+			"# ult: a ULT id (0: none); name: its name; arg1, arg2, detail: per "
+			"event, see\n"
+			"# docs/observability.md (run, stop, idle, sleep, wake, create, name, "
+			"unpark,\n"
+			"# steal, migrate, lock, dropped, end).\n"
+			"# version=%s\n# program=%s\n# pid=%d\n# workers=%d\n# sched=%s\n# "
+			"clock=%s\n"
+			"# dropped=%" PRIu64 "\n# complete=%d\n# duration_ns=%" PRIu64 "\n"
+			"time_ns,worker,event,ult,name,arg1,arg2,detail\n",
+			m->version, m->program, m->pid, m->workers, m->sched, m->clock, m->dropped,
+			m->complete, m->duration_ns);
 }
 
 /* Close every lane at the end of the trace. */
@@ -439,46 +513,148 @@ static void close_lanes(out_t *o, stream_t *st, int n, uint64_t end, uint64_t dr
 	}
 }
 
-int wf_trace_export(const char *raw, const char *base, const wf_trace_meta_t *m)
+/* ---- the file ------------------------------------------------------------ */
+
+typedef struct {
+	const uint8_t *map;
+	size_t size;
+	const wf_trace_chunk_hdr_t *meta;
+} file_t;
+
+/* Map path and check its header and chunks' framing. */
+static int file_open(const char *path, file_t *f)
 {
+	memset(f, 0, sizeof *f);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
 	int e = 0;
-	int nstreams = m->workers + 1;
-	out_t o = {.first = 1, .pid = (int)getpid(), .tsc = m->tsc};
-	stream_t *st = calloc((size_t)nstreams, sizeof *st);
-	char *path = malloc(strlen(base) + 8);
-	void *map = MAP_FAILED;
-	size_t size = 0;
-	if (!st || !path) {
+	f->size = (size_t)sb.st_size;
+	if (f->size < sizeof(wf_trace_file_hdr_t)) {
+		e = EPROTO;
+	} else {
+		void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED)
+			e = errno;
+		else
+			f->map = m;
+	}
+	close(fd);
+	if (e)
+		return e;
+	const wf_trace_file_hdr_t *fh = (const wf_trace_file_hdr_t *)f->map;
+	if (memcmp(fh->magic, WF_TRACE_FILE_MAGIC, 8) || fh->version != WF_TRACE_FILE_VERSION)
+		return EPROTO;
+	for (size_t off = sizeof *fh; off < f->size;) {
+		const wf_trace_chunk_hdr_t *h = (const wf_trace_chunk_hdr_t *)(f->map + off);
+		if (f->size - off < sizeof *h || h->magic != WF_TRACE_CHUNK_MAGIC ||
+		    f->size - off - sizeof *h < h->n)
+			return EPROTO;
+		if (h->stream == WF_TRACE_STREAM_META)
+			f->meta = h;
+		off += sizeof *h + h->n;
+	}
+	return f->meta ? 0 : EPROTO;
+}
+
+static void file_close(file_t *f)
+{
+	if (f->map)
+		munmap((void *)f->map, f->size);
+}
+
+/* The value of key in the meta chunk's "key=value" lines, copied into
+ * out (n bytes); 0 if absent. */
+static int meta_get(const file_t *f, const char *key, char *out, size_t n)
+{
+	const char *p = (const char *)(f->meta + 1), *end = p + f->meta->n;
+	size_t kl = strlen(key);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if ((size_t)(nl - p) > kl && !memcmp(p, key, kl) && p[kl] == '=') {
+			size_t vl = (size_t)(nl - p) - kl - 1;
+			if (vl >= n)
+				vl = n - 1;
+			memcpy(out, p + kl + 1, vl);
+			out[vl] = 0;
+			return 1;
+		}
+		p = nl + 1;
+	}
+	return 0;
+}
+
+static int meta_parse(const file_t *f, wf_trace_meta_t *m)
+{
+	char v[64];
+	memset(m, 0, sizeof *m);
+	meta_get(f, "version", m->version, sizeof m->version);
+	meta_get(f, "program", m->program, sizeof m->program);
+	meta_get(f, "sched", m->sched, sizeof m->sched);
+	meta_get(f, "clock", m->clock, sizeof m->clock);
+	clean_name(m->program, m->program, sizeof m->program);
+	m->tsc = strcmp(m->clock, "tsc") == 0;
+	int ok = meta_get(f, "workers", v, sizeof v) && sscanf(v, "%d", &m->workers) == 1 &&
+		 m->workers > 0 && m->workers < (1 << 16) && meta_get(f, "t0", v, sizeof v) &&
+		 sscanf(v, "%" SCNu64, &m->t0) == 1 && meta_get(f, "ns_per_tick", v, sizeof v) &&
+		 sscanf(v, "%lf", &m->ns_per_tick) == 1 && m->ns_per_tick > 0 &&
+		 meta_get(f, "duration_ns", v, sizeof v) &&
+		 sscanf(v, "%" SCNu64, &m->duration_ns) == 1;
+	if (meta_get(f, "pid", v, sizeof v))
+		sscanf(v, "%d", &m->pid);
+	if (meta_get(f, "dropped", v, sizeof v))
+		sscanf(v, "%" SCNu64, &m->dropped);
+	if (meta_get(f, "complete", v, sizeof v))
+		sscanf(v, "%d", &m->complete);
+	return ok ? 0 : EPROTO;
+}
+
+int wf_trace_read_meta(const char *path, wf_trace_meta_t *m)
+{
+	file_t f;
+	int e = file_open(path, &f);
+	if (!e)
+		e = meta_parse(&f, m);
+	file_close(&f);
+	return e;
+}
+
+int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta_t *m)
+{
+	out_t o = {.first = 1, .json = sink->json, .csv = sink->csv, .sink = sink};
+	stream_t *st = NULL;
+	int nstreams = 0;
+	file_t f;
+	int e = file_open(path, &f);
+	if (!e)
+		e = meta_parse(&f, m);
+	if (e)
+		goto out;
+	nstreams = m->workers + 1;
+	o.pid = m->pid;
+	o.t0 = m->t0;
+	o.ns_per_tick = m->ns_per_tick;
+	if (!(st = calloc((size_t)nstreams, sizeof *st))) {
 		e = ENOMEM;
 		goto out;
 	}
 
-	/* Map the raw file and index each stream's chunks. */
-	int fd = open(raw, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		e = errno;
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	size = (size_t)sb.st_size;
-	if (size) {
-		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED)
-			e = errno;
-	}
-	close(fd);
-	if (e)
-		goto out;
+	/* Index each stream's chunks: count, then fill. */
 	for (int pass = 0; pass < 2; pass++) {
-		for (size_t off = 0; size && off + sizeof(wf_trace_chunk_hdr_t) <= size;) {
-			const wf_trace_chunk_hdr_t *h =
-				(const wf_trace_chunk_hdr_t *)((const char *)map + off);
-			size_t len = sizeof *h + (size_t)h->n * sizeof(wf_trace_ev_t);
-			if (h->magic != WF_TRACE_MAGIC || off + len > size || h->stream < -1 ||
-			    h->stream >= m->workers) {
-				e = EIO;
+		for (size_t off = sizeof(wf_trace_file_hdr_t); off < f.size;) {
+			const wf_trace_chunk_hdr_t *h = (const wf_trace_chunk_hdr_t *)(f.map + off);
+			off += sizeof *h + h->n;
+			if (h->stream == WF_TRACE_STREAM_META)
+				continue;
+			if (h->stream < -1 || h->stream >= m->workers) {
+				e = EPROTO;
 				goto out;
 			}
 			stream_t *s = &st[h->stream < 0 ? m->workers : h->stream];
@@ -486,7 +662,6 @@ int wf_trace_export(const char *raw, const char *base, const wf_trace_meta_t *m)
 				s->chunks[s->nchunks++] = h;
 			else
 				s->nchunks++;
-			off += len;
 		}
 		for (int i = 0; i < nstreams && !pass; i++) {
 			st[i].chunks = calloc(st[i].nchunks + 1, sizeof *st[i].chunks);
@@ -497,64 +672,35 @@ int wf_trace_export(const char *raw, const char *base, const wf_trace_meta_t *m)
 			st[i].nchunks = 0;
 		}
 	}
-	for (int i = 0; i < nstreams; i++)
+	for (int i = 0; i < nstreams; i++) {
 		st[i].tid = i < m->workers ? i : FOREIGN_TID;
-
-	/* The clock: ns per tick from the two readings, or from a fresh
-	 * 20 ms measurement if the trace was too short to tell. */
-	o.t0_ticks = m->start.ticks;
-	o.t0_ns = m->start.mono_ns;
-	if (m->tsc) {
-		wf_trace_clock_ref_t a = m->start, b = m->end;
-		if (b.mono_ns - a.mono_ns < 20000000u) {
-			wf_trace_clock_ref(&a);
-			struct timespec d = {0, 20000000};
-			WF_SYS(nanosleep)(&d, NULL);
-			wf_trace_clock_ref(&b);
-		}
-		o.ns_per_tick = b.ticks > a.ticks ? (double)(b.mono_ns - a.mono_ns) /
-							    (double)(b.ticks - a.ticks)
-						  : 1.0;
+		advance(&o, &st[i]);
 	}
-	uint64_t duration = m->end.mono_ns - m->start.mono_ns;
 
-	sprintf(path, "%s.json", base);
-	o.json = fopen(path, "w");
-	sprintf(path, "%s.csv", base);
-	o.csv = fopen(path, "w");
-	if (!o.json || !o.csv) {
-		e = errno;
-		goto out;
-	}
-	write_headers(&o, m, duration);
-
-	const wf_trace_ev_t *ev;
+	write_headers(&o, m);
 	stream_t *s;
-	while ((s = next_stream(st, nstreams, &ev))) {
-		uint64_t ns = to_ns(&o, ev->ts);
+	while ((s = next_stream(st, nstreams))) {
+		uint64_t ns = to_ns(&o, s->next.ts);
 		if (ns < s->last)     /* TSC readings of one thread never go back; */
 			ns = s->last; /* rounding of the conversion might */
 		s->last = ns;
-		on_event(&o, s, ev, ns);
-		s->ei++;
+		on_event(&o, s, &s->next, ns);
+		advance(&o, s);
 	}
-	close_lanes(&o, st, nstreams, duration, m->dropped);
-	fprintf(o.json, "\n]}\n");
+	close_lanes(&o, st, nstreams, m->duration_ns, m->dropped);
+	if (o.json)
+		fprintf(o.json, "\n]}\n");
 	if (o.oom)
 		e = ENOMEM;
-	if (ferror(o.json) || ferror(o.csv))
+	else if (o.bad)
+		e = EPROTO;
+	else if ((o.json && ferror(o.json)) || (o.csv && ferror(o.csv)))
 		e = EIO;
 out:
-	if (o.json && fclose(o.json) && !e)
-		e = errno;
-	if (o.csv && fclose(o.csv) && !e)
-		e = errno;
-	if (map != MAP_FAILED)
-		munmap(map, size);
+	file_close(&f);
 	for (int i = 0; st && i < nstreams; i++)
 		free(st[i].chunks);
 	free(st);
-	free(path);
 	free(o.ults.v);
 	return e;
 }

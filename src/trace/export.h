@@ -1,46 +1,56 @@
-/* The raw trace file (written by trace.c) and its export to JSON and CSV
- * (export.c). */
+/* Reading a trace file (codec.h) and writing it as Chrome Trace Event JSON
+ * and CSV (export.c). Used by the runtime when it stops and by
+ * tools/weft-trace-scan.c; needs nothing from the runtime.
+ */
 #ifndef WF_TRACE_EXPORT_H
 #define WF_TRACE_EXPORT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
-#include "trace/trace.h"
+#include "trace/codec.h"
 
-#define WF_TRACE_MAGIC 0x43544657u /* "WFTC" */
+#ifndef WF_TRACE_API
+#define WF_TRACE_API __attribute__((visibility("hidden")))
+#endif
 
-/* A chunk of records of one stream; in memory while it fills. */
-typedef struct wf_trace_chunk {
-	struct wf_trace_chunk *next; /* in the pool or the flusher's queue */
-	int stream;                  /* worker id, -1: the foreign stream */
-	wf_trace_ev_t ev[];
-} wf_trace_chunk_t;
-
-/* In the raw file every chunk is this header and n records. */
+/* The meta chunk of a trace file, parsed. */
 typedef struct {
-	uint32_t magic; /* WF_TRACE_MAGIC */
-	int32_t stream;
-	uint32_t n;
-	uint32_t pad;
-} wf_trace_chunk_hdr_t;
-
-/* One reading of both clocks, to convert ticks to ns. */
-typedef struct {
-	uint64_t ticks, mono_ns;
-} wf_trace_clock_ref_t;
-
-/* Read both clocks now (trace.c). */
-WF_HIDDEN void wf_trace_clock_ref(wf_trace_clock_ref_t *r);
-
-typedef struct {
-	int workers;
-	wf_trace_clock_ref_t start, end;
-	int tsc; /* records carry TSC ticks (else CLOCK_MONOTONIC ns) */
-	uint64_t dropped;
+	char version[32], program[64], sched[128], clock[16];
+	int pid, workers;
 	int complete; /* the workers had stopped: nothing was cut off */
+	int tsc;      /* records carry TSC ticks (else CLOCK_MONOTONIC ns) */
+	uint64_t t0;  /* the raw clock when the trace started */
+	double ns_per_tick;
+	uint64_t duration_ns, dropped;
 } wf_trace_meta_t;
 
-/* Read raw, write base.json and base.csv. 0 or an errno value. */
-WF_HIDDEN int wf_trace_export(const char *raw, const char *base, const wf_trace_meta_t *m);
+/* One CSV row (the columns of docs/observability.md). */
+typedef struct {
+	uint64_t ns;
+	int worker; /* -1: a thread that is not a worker */
+	const char *event;
+	uint64_t ult;
+	const char *name; /* "" if none */
+	int64_t arg1, arg2;
+	const char *detail; /* "" if none */
+} wf_trace_row_t;
+
+/* Where a trace goes: any of the JSON and CSV files, and a function that
+ * gets every row (with ctx). NULL members are left out. */
+typedef struct {
+	FILE *json, *csv;
+	void (*row)(void *ctx, const wf_trace_row_t *r);
+	void *ctx;
+} wf_trace_sink_t;
+
+/* Read the meta chunk of the trace file at path into m. 0, or an errno
+ * value: EPROTO if path is not a weft trace file or has no meta chunk. */
+WF_TRACE_API int wf_trace_read_meta(const char *path, wf_trace_meta_t *m);
+
+/* Walk the trace file at path in time order into sink (its meta in m, as
+ * wf_trace_read_meta). 0, or an errno value (EPROTO: not a weft trace, a
+ * damaged one, or one without its meta chunk). */
+WF_TRACE_API int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta_t *m);
 
 #endif

@@ -2,22 +2,29 @@
  *
  * Files
  *   WEFT_TRACE=path (or weft_config_t.trace) names the trace; a trailing
- *   ".json" or ".csv" is dropped and "%p" becomes the process id, giving a
- *   base B. While the program runs, records go to B.raw; when the runtime
- *   stops (weft_shutdown, or exit() with the runtime running) they become
- *   B.json (Chrome Trace Event format, for Perfetto) and B.csv (one row per
- *   event, for weft-trace and spreadsheets), and B.raw is removed
- *   (export.c).
+ *   ".json", ".csv" or ".wft" is dropped and "%p" becomes the process id,
+ *   giving a base B. While the program runs, records go to B.raw, a file
+ *   in weft's own format (codec.h). When the runtime stops (weft_shutdown,
+ *   or exit() with the runtime running) its meta chunk is appended, and it
+ *   becomes the formats asked for (WEFT_TRACE_FORMAT, a comma-separated
+ *   list; without it, "wft" for a path ending in ".wft", else "json,csv"):
+ *     wft   B.wft, the file itself, renamed: compact, written as the
+ *           program runs, read by weft-trace
+ *     json  B.json, Chrome Trace Event format, for Perfetto (export.c)
+ *     csv   B.csv, one row per event, for weft-trace and spreadsheets
+ *   and B.raw is removed unless it became B.wft.
  *
  * Streams and chunks
  *   Every worker writes records into its own stream (wf_trace_stream_t):
- *   a chunk of CHUNK_EVENTS records, filled by the worker alone with plain
- *   stores. A full chunk goes to the flusher's queue and the worker takes an
- *   empty one from the pool (wf_trace_refill): the only lock on the way, once
- *   per CHUNK_EVENTS records. Threads that are not workers share one more
- *   stream under a spinlock (wf_trace_foreign).
+ *   a chunk of CHUNK_EVENTS fixed-size records (wf_trace_ev_t), filled by
+ *   the worker alone with plain stores. A full chunk goes to the flusher's
+ *   queue and the worker takes an empty one from the pool
+ *   (wf_trace_refill): the only lock on the way, once per chunk. Threads
+ *   that are not workers share one more stream under a spinlock
+ *   (wf_trace_foreign).
  *
- *   The flusher, a kernel thread of its own, writes queued chunks to B.raw
+ *   The flusher, a kernel thread of its own, encodes queued chunks
+ *   (codec.h: 6 to 15 bytes a record instead of 40) and writes them to B.raw
  *   and returns them to the pool, so a full buffer never stops the program.
  *   It runs at SCHED_IDLE priority: on a machine the workers keep busy it
  *   would otherwise take a core from one of them (on 2 cores, a cross-core
@@ -37,11 +44,14 @@
  *
  * Clock
  *   On x86-64 with an invariant TSC (CPUID 0x80000007 EDX bit 8) records
- *   carry rdtsc ticks - a few ns to read - and the export converts them with
- *   the ratio of TSC to CLOCK_MONOTONIC measured between start and stop.
- *   Elsewhere they carry CLOCK_MONOTONIC ns.
+ *   carry rdtsc ticks - a few ns to read on bare metal, 18 ns on the
+ *   2-vCPU VM weft is measured on, the larger part of a traced switch's
+ *   cost there - and the meta chunk carries the ratio of TSC to
+ *   CLOCK_MONOTONIC measured between start and stop. Elsewhere they carry
+ *   CLOCK_MONOTONIC ns.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +60,28 @@
 #include <cpuid.h>
 #endif
 
+#include <weft/version.h>
+
 #include "trace/export.h"
 #include "trace/trace.h"
 
-#define CHUNK_EVENTS          16384 /* 512 KiB */
-#define MAX_CHUNKS_PER_STREAM 128   /* 64 MiB: bursts wait in memory for idle time */
+#define CHUNK_EVENTS          12288 /* 480 KiB: 40-byte records */
+#define MAX_CHUNKS_PER_STREAM 128   /* 60 MiB: bursts wait in memory for idle time */
+
+/* A chunk of records of one stream; in memory while it fills. Encoding
+ * the records as they are made cost the switch path 5 ns more per record
+ * than these plain stores (yield with tracing on, 2-vCPU Xeon VM): the
+ * flusher encodes them instead, on time the workers leave idle. */
+typedef struct wf_trace_chunk {
+	struct wf_trace_chunk *next; /* in the pool or the flusher's queue */
+	int stream;                  /* worker id, -1: the foreign stream */
+	wf_trace_ev_t ev[CHUNK_EVENTS];
+} wf_trace_chunk_t;
+
+/* One reading of both clocks, to convert ticks to ns. */
+typedef struct {
+	uint64_t ticks, mono_ns;
+} wf_trace_clock_ref_t;
 
 int wf_trace_on;
 int wf_trace_tsc;
@@ -77,9 +104,11 @@ static struct {
 	pthread_t flusher;
 	wf_spinlock_t foreign_lock;
 	wf_trace_clock_ref_t start;
-	char *base; /* B */
-	char *raw;  /* B.raw */
-	pid_t pid;  /* the process tracing: a forked child has no flusher */
+	char *base;   /* B */
+	char *raw;    /* B.raw */
+	int formats;  /* WF_TRACE_FMT_* */
+	uint8_t *enc; /* the flusher's buffer for one encoded chunk */
+	pid_t pid;    /* the process tracing: a forked child has no flusher */
 } tr;
 
 static int have_invariant_tsc(void)
@@ -95,19 +124,55 @@ static int have_invariant_tsc(void)
 #endif
 }
 
-void wf_trace_clock_ref(wf_trace_clock_ref_t *r)
+static void clock_ref(wf_trace_clock_ref_t *r)
 {
 	r->mono_ns = wf_now_ns();
 	r->ticks = wf_trace_clock();
 }
 
-/* B from the user's path: drop .json/.csv, expand %p. NULL on ENOMEM. */
+static int ends_with(const char *s, size_t n, const char *tail)
+{
+	size_t t = strlen(tail);
+	return n > t && strcmp(s + n - t, tail) == 0;
+}
+
+int wf_trace_parse_formats(const char *list)
+{
+	int f = 0;
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == 4 && !strncmp(p, "json", 4))
+			f |= WF_TRACE_FMT_JSON;
+		else if (n == 3 && !strncmp(p, "csv", 3))
+			f |= WF_TRACE_FMT_CSV;
+		else if (n == 3 && !strncmp(p, "wft", 3))
+			f |= WF_TRACE_FMT_WFT;
+		else
+			return 0;
+		p += n + (p[n] == ',');
+	}
+	return f;
+}
+
+/* The formats to write: WEFT_TRACE_FORMAT, else by the path's extension.
+ * 0 if WEFT_TRACE_FORMAT is not a valid list. */
+static int formats_of(const char *path)
+{
+	const char *list = getenv("WEFT_TRACE_FORMAT");
+	if (list && *list)
+		return wf_trace_parse_formats(list);
+	if (ends_with(path, strlen(path), ".wft"))
+		return WF_TRACE_FMT_WFT;
+	return WF_TRACE_FMT_JSON | WF_TRACE_FMT_CSV;
+}
+
+/* B from the user's path: drop .json/.csv/.wft, expand %p. NULL on ENOMEM. */
 static char *base_of(const char *path)
 {
 	size_t n = strlen(path);
-	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
-		n -= 5;
-	else if (n > 4 && strcmp(path + n - 4, ".csv") == 0)
+	if (ends_with(path, n, ".json") || ends_with(path, n, ".csv"))
+		n -= ends_with(path, n, ".csv") ? 4 : 5;
+	else if (ends_with(path, n, ".wft"))
 		n -= 4;
 	char pid[24];
 	int np = snprintf(pid, sizeof pid, "%d", (int)getpid());
@@ -134,7 +199,7 @@ static wf_trace_chunk_t *chunk_get_locked(void)
 	if (c) {
 		tr.pool = c->next;
 	} else if (tr.nchunks < tr.max_chunks) {
-		c = malloc(sizeof *c + CHUNK_EVENTS * sizeof(wf_trace_ev_t));
+		c = malloc(sizeof *c);
 		if (c)
 			tr.nchunks++;
 		else { /* out of memory: make do with what there is */
@@ -175,13 +240,27 @@ static void write_all(const void *p, size_t n)
 	}
 }
 
-static void chunk_write(wf_trace_chunk_t *c, uint32_t n)
+static void chunk_write(int stream, const void *bytes, uint32_t n)
 {
 	if (!n)
 		return;
-	wf_trace_chunk_hdr_t h = {WF_TRACE_MAGIC, c->stream, n, 0};
+	wf_trace_chunk_hdr_t h = {WF_TRACE_CHUNK_MAGIC, stream, n, 0};
 	write_all(&h, sizeof h);
-	write_all(c->ev, n * sizeof(wf_trace_ev_t));
+	write_all(bytes, n);
+}
+
+/* Encode the first n records of c into tr.enc and write them. */
+static void chunk_flush(const wf_trace_chunk_t *c, size_t n)
+{
+	uint8_t *p = tr.enc;
+	uint64_t last = 0; /* a chunk's first record is against 0 (codec.h) */
+	for (size_t i = 0; i < n; i++) {
+		const wf_trace_ev_t *e = &c->ev[i];
+		p = wf_trace_encode(p, (int64_t)(e->ts - last), e->type, e->code, e->x, e->a, e->b,
+				    e->c);
+		last = e->ts;
+	}
+	chunk_write(c->stream, tr.enc, (uint32_t)(p - tr.enc));
 }
 
 /* The flusher: write queued chunks until stopped and the queue is empty. */
@@ -208,7 +287,7 @@ static void *flusher_main(void *arg)
 		}
 		while (c) {
 			wf_trace_chunk_t *next = c->next;
-			chunk_write(c, CHUNK_EVENTS);
+			chunk_flush(c, CHUNK_EVENTS);
 			wf_spin_lock(&tr.lock);
 			c->next = tr.pool;
 			tr.pool = c;
@@ -263,7 +342,7 @@ void wf_trace_foreign(int type, int code, int32_t x, uint64_t a, uint64_t b)
 	wf_trace_stream_t *s = &wf_trace_streams[tr.nstreams - 1];
 	wf_trace_ev_t *e = s->pos;
 	if (e != s->end || (e = wf_trace_refill(s))) {
-		*e = (wf_trace_ev_t){wf_trace_clock(), (uint16_t)type, (uint16_t)code, x, a, b};
+		*e = (wf_trace_ev_t){wf_trace_clock(), (uint16_t)type, (uint16_t)code, x, a, b, 0};
 		__atomic_store_n(&s->pos, e + 1, __ATOMIC_RELEASE);
 	}
 	wf_spin_unlock(&tr.foreign_lock);
@@ -273,7 +352,8 @@ void wf_trace_foreign(int type, int code, int32_t x, uint64_t a, uint64_t b)
 
 /* Append one record for the caller's worker w (NULL: not a worker).
  * Called only while WF_TRACING(), by w's kernel thread. */
-static inline void emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b)
+static inline void emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b,
+			uint64_t c)
 {
 	if (unlikely(!w)) {
 		wf_trace_foreign(type, code, x, a, b);
@@ -289,6 +369,7 @@ static inline void emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t 
 	e->x = x;
 	e->a = a;
 	e->b = b;
+	e->c = c;
 	/* Release: wf_trace_stop may take the stream over while the worker
 	 * still runs (exit()), and reads the records below pos. */
 	__atomic_store_n(&s->pos, e + 1, __ATOMIC_RELEASE);
@@ -304,37 +385,36 @@ static inline uint64_t id_of(const wf_ult_t *u)
 void wf_trace_switch(wf_worker_t *w, wf_ult_t *from, wf_ult_t *to, int action)
 {
 	int code = action;
+	uint64_t what = 0;
 	if (from && action != WF_AFTER_EXIT && action != WF_AFTER_REQUEUE &&
 	    action != WF_AFTER_PREEMPT) {
 		code |= from->block_reason << 8;
 		/* A joiner's target is alive until the joiner claims it: name it
 		 * by id. A hand-off's target may be gone already: not named. */
 		const void *obj = from->block_obj;
-		uint64_t what = from->block_reason == WF_BLOCK_JOIN ? ((const wf_ult_t *)obj)->id
-				: from->block_reason == WF_BLOCK_HANDOFF ? 0
-									 : (uint64_t)(uintptr_t)obj;
-		if (what)
-			emit(w, WF_EV_BLOCKOBJ, 0, 0, what, 0);
+		what = from->block_reason == WF_BLOCK_JOIN      ? ((const wf_ult_t *)obj)->id
+		       : from->block_reason == WF_BLOCK_HANDOFF ? 0
+								: (uint64_t)(uintptr_t)obj;
 	}
-	emit(w, WF_EV_SWITCH, code, to ? to->last_worker : -1, id_of(from), id_of(to));
+	emit(w, WF_EV_SWITCH, code, to ? to->last_worker : -1, id_of(from), id_of(to), what);
 }
 
 /* u was made runnable by the caller (running on w, or NULL). */
 void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u)
 {
-	emit(w, WF_EV_UNPARK, 0, 0, id_of(u), id_of(w ? w->current : NULL));
+	emit(w, WF_EV_UNPARK, 0, 0, id_of(u), id_of(w ? w->current : NULL), 0);
 }
 
 /* The caller took a contended lock (WF_TRACE_LOCK_*) it began waiting for
  * at t0 (wf_now_ns). Called by the lock's acquirer. */
 void wf_trace_lock(const void *lock, int kind, uint64_t t0)
 {
-	emit(wf_worker_self(), WF_EV_LOCK, kind, 0, (uint64_t)(uintptr_t)lock, wf_now_ns() - t0);
+	emit(wf_worker_self(), WF_EV_LOCK, kind, 0, (uint64_t)(uintptr_t)lock, wf_now_ns() - t0, 0);
 }
 
 void wf_trace_emit(wf_worker_t *w, int type, int code, int32_t x, uint64_t a, uint64_t b)
 {
-	emit(w, type, code, x, a, b);
+	emit(w, type, code, x, a, b, 0);
 }
 
 void wf_trace_name(wf_worker_t *w, wf_ult_t *u)
@@ -342,7 +422,7 @@ void wf_trace_name(wf_worker_t *w, wf_ult_t *u)
 	for (int i = 0; i < 4; i++) {
 		uint64_t part = 0;
 		memcpy(&part, u->name + 8 * i, 8);
-		emit(w, WF_EV_NAME, i, 0, (uint64_t)u->id, part);
+		emit(w, WF_EV_NAME, i, 0, (uint64_t)u->id, part, 0);
 		if (memchr(u->name + 8 * i, 0, 8))
 			break;
 	}
@@ -352,7 +432,7 @@ void wf_trace_create(wf_worker_t *w, wf_ult_t *u)
 {
 	if (u->name[0]) /* first, so that the create row carries it */
 		wf_trace_name(w, u);
-	emit(w, WF_EV_CREATE, 0, u->bound_worker, (uint64_t)u->id, id_of(w ? w->current : NULL));
+	emit(w, WF_EV_CREATE, 0, u->bound_worker, (uint64_t)u->id, id_of(w ? w->current : NULL), 0);
 }
 
 void wf_trace_running(int worker, wf_ult_t *u)
@@ -360,7 +440,7 @@ void wf_trace_running(int worker, wf_ult_t *u)
 	wf_trace_name(NULL, u);
 	wf_trace_stream_t *s = &wf_trace_streams[worker];
 	wf_trace_ev_t *e = s->pos;
-	*e = (wf_trace_ev_t){wf_trace_clock(), WF_EV_SWITCH, WF_AFTER_NONE, -1, 0, u->id};
+	*e = (wf_trace_ev_t){wf_trace_clock(), WF_EV_SWITCH, WF_AFTER_NONE, -1, 0, u->id, 0};
 	__atomic_store_n(&s->pos, e + 1, __ATOMIC_RELEASE);
 }
 
@@ -371,7 +451,12 @@ int wf_trace_start(const char *path, int nworkers)
 	tr.nstreams = nworkers + 1;
 	tr.max_chunks = MAX_CHUNKS_PER_STREAM * tr.nstreams;
 	atomic_store(&tr.spare, tr.max_chunks);
-	int e = ENOMEM;
+	int e = EINVAL;
+	if (!(tr.formats = formats_of(path)))
+		goto fail;
+	e = ENOMEM;
+	if (!(tr.enc = malloc((size_t)CHUNK_EVENTS * WF_TRACE_REC_MAX)))
+		goto fail;
 	if (!(tr.base = base_of(path)))
 		goto fail;
 	size_t n = strlen(tr.base) + 8;
@@ -381,6 +466,10 @@ int wf_trace_start(const char *path, int nworkers)
 	tr.fd = open(tr.raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	e = errno;
 	if (tr.fd < 0)
+		goto fail;
+	wf_trace_file_hdr_t fh = {WF_TRACE_FILE_MAGIC, WF_TRACE_FILE_VERSION, 0};
+	write_all(&fh, sizeof fh);
+	if ((e = tr.write_error))
 		goto fail;
 	e = ENOMEM;
 	if (posix_memalign((void **)&wf_trace_streams, WF_CACHELINE,
@@ -402,7 +491,7 @@ int wf_trace_start(const char *path, int nworkers)
 		goto fail;
 	wf_trace_tsc = have_invariant_tsc();
 	tr.pid = getpid();
-	wf_trace_clock_ref(&tr.start);
+	clock_ref(&tr.start);
 	__atomic_store_n(&wf_trace_on, 1, __ATOMIC_RELEASE);
 	return 0;
 fail:
@@ -418,7 +507,9 @@ fail:
 	}
 	free(tr.raw);
 	free(tr.base);
+	free(tr.enc);
 	tr.raw = tr.base = NULL;
+	tr.enc = NULL;
 	return e;
 }
 
@@ -426,6 +517,78 @@ void wf_trace_forked(void)
 {
 	/* No flusher came along, and the trace is the parent's. */
 	__atomic_store_n(&wf_trace_on, 0, __ATOMIC_RELEASE);
+}
+
+/* Append the meta chunk (codec.h) for a trace that ended at `end`. */
+static void write_meta(const wf_trace_clock_ref_t *end, uint64_t dropped, int complete)
+{
+	/* ns per tick from the two readings, or from a fresh 20 ms
+	 * measurement if the trace was too short to tell. */
+	double ns_per_tick = 1.0;
+	if (wf_trace_tsc) {
+		wf_trace_clock_ref_t a = tr.start, b = *end;
+		if (b.mono_ns - a.mono_ns < 20000000u) {
+			clock_ref(&a);
+			struct timespec d = {0, 20000000};
+			WF_SYS(nanosleep)(&d, NULL);
+			clock_ref(&b);
+		}
+		if (b.ticks > a.ticks)
+			ns_per_tick = (double)(b.mono_ns - a.mono_ns) / (double)(b.ticks - a.ticks);
+	}
+	char meta[512];
+	int n = snprintf(meta, sizeof meta,
+			 "version=%s\nprogram=%s\npid=%d\nworkers=%d\nsched=%.200s\nclock=%s\n"
+			 "t0=%" PRIu64 "\nns_per_tick=%.17g\nduration_ns=%" PRIu64
+			 "\ndropped=%" PRIu64 "\ncomplete=%d\n",
+			 WEFT_VERSION_STRING, program_invocation_short_name, (int)tr.pid,
+			 tr.nstreams - 1, wf_rt.sched_spec ? wf_rt.sched_spec : "",
+			 wf_trace_tsc ? "tsc" : "monotonic", tr.start.ticks, ns_per_tick,
+			 end->mono_ns - tr.start.mono_ns, dropped, complete);
+	chunk_write(WF_TRACE_STREAM_META, meta, (uint32_t)n);
+}
+
+/* B.raw, finished, becomes the formats asked for. 0 or an errno value. */
+static int finish_files(void)
+{
+	const char *from = tr.raw;
+	size_t n = strlen(tr.base) + 8;
+	char *wft = malloc(n), *json = malloc(n), *csv = malloc(n);
+	int e = ENOMEM;
+	if (!wft || !json || !csv)
+		goto out;
+	snprintf(wft, n, "%s.wft", tr.base);
+	snprintf(json, n, "%s.json", tr.base);
+	snprintf(csv, n, "%s.csv", tr.base);
+	e = 0;
+	if (tr.formats & WF_TRACE_FMT_WFT) {
+		if (rename(tr.raw, wft)) {
+			e = errno;
+			goto out;
+		}
+		from = wft;
+	}
+	if (tr.formats & (WF_TRACE_FMT_JSON | WF_TRACE_FMT_CSV)) {
+		wf_trace_sink_t sink = {0};
+		if ((tr.formats & WF_TRACE_FMT_JSON) && !(sink.json = fopen(json, "w")))
+			e = errno;
+		if (!e && (tr.formats & WF_TRACE_FMT_CSV) && !(sink.csv = fopen(csv, "w")))
+			e = errno;
+		wf_trace_meta_t m;
+		if (!e)
+			e = wf_trace_export(from, &sink, &m);
+		if (sink.json && fclose(sink.json) && !e)
+			e = errno;
+		if (sink.csv && fclose(sink.csv) && !e)
+			e = errno;
+	}
+	if (!e && from == tr.raw)
+		unlink(tr.raw);
+out:
+	free(wft);
+	free(json);
+	free(csv);
+	return e;
 }
 
 void wf_trace_stop(int all_stopped)
@@ -444,7 +607,7 @@ void wf_trace_stop(int all_stopped)
 		WF_SYS(nanosleep)(&ts, NULL);
 	}
 	wf_trace_clock_ref_t end;
-	wf_trace_clock_ref(&end);
+	clock_ref(&end);
 	wf_spin_lock(&tr.lock);
 	tr.stopping = 1;
 	wf_spin_unlock(&tr.lock);
@@ -458,32 +621,23 @@ void wf_trace_stop(int all_stopped)
 		wf_trace_stream_t *s = &wf_trace_streams[i];
 		wf_trace_ev_t *pos = __atomic_load_n(&s->pos, __ATOMIC_ACQUIRE);
 		if (s->chunk)
-			chunk_write(s->chunk, (uint32_t)(pos - s->chunk->ev));
+			chunk_flush(s->chunk, (size_t)(pos - s->chunk->ev));
 		dropped += __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
 	}
 	for (wf_trace_chunk_t *c = tr.pool, *next; c; c = next) {
 		next = c->next;
 		free(c);
 	}
+	write_meta(&end, dropped, all_stopped);
 	close(tr.fd);
 	if (tr.write_error) {
 		fprintf(stderr, "weft: trace %s: %s; no trace written\n", tr.raw,
 			strerror(tr.write_error));
 	} else {
-		wf_trace_meta_t meta = {
-			.workers = tr.nstreams - 1,
-			.start = tr.start,
-			.end = end,
-			.tsc = wf_trace_tsc,
-			.dropped = dropped,
-			.complete = all_stopped,
-		};
-		int e = wf_trace_export(tr.raw, tr.base, &meta);
+		int e = finish_files();
 		if (e)
-			fprintf(stderr, "weft: writing trace %s.json/.csv: %s\n", tr.base,
-				strerror(e));
-		else
-			unlink(tr.raw);
+			fprintf(stderr, "weft: writing trace %s: %s (the records are in %s)\n",
+				tr.base, strerror(e), tr.raw);
 	}
 	/* With workers running, a hook may still hold a stream pointer: the
 	 * streams and their chunks stay allocated until the process ends. */
@@ -495,5 +649,7 @@ void wf_trace_stop(int all_stopped)
 	}
 	free(tr.raw);
 	free(tr.base);
+	free(tr.enc);
 	tr.raw = tr.base = NULL;
+	tr.enc = NULL;
 }

@@ -5,13 +5,14 @@
  * or weft_config_t.trace). Off, a hook costs one relaxed load of
  * wf_trace_on and a not-taken branch.
  *
- * On, every worker appends fixed-size records to its own stream (no atomics,
- * no locks: only the worker's kernel thread writes it); threads that are not
+ * On, every worker appends fixed-size records to its own stream (no atomics, no
+ * locks: only the worker's kernel thread writes it); threads that are not
  * workers share one stream under a spinlock. How the records travel to the
- * file and become JSON and CSV is written down at the top of trace.c.
+ * file and become JSON and CSV is written down at the top of trace.c; how
+ * they are encoded, and the file, at the top of codec.h.
  *
- * Each hook says who calls it. Record layout: wf_trace_ev_t; what a, b, x
- * and code mean per type: enum wf_trace_type.
+ * Each hook says who calls it. What a, b, x and code mean per record type:
+ * enum wf_trace_type (codec.h).
  */
 #ifndef WF_TRACE_H
 #define WF_TRACE_H
@@ -19,37 +20,11 @@
 #include <stdint.h>
 
 #include "sched/sched.h"
+#include "trace/codec.h"
 
 #ifndef WEFT_TRACING
 #define WEFT_TRACING 1
 #endif
-
-/* Record types, and what each field holds. Stream = the worker (or -1). */
-enum wf_trace_type {
-	WF_EV_SWITCH = 1, /* a: ULT leaving (0: the loop), b: ULT resuming (0: the
-	                     loop), code: leaving one's enum wf_after | its enum
-	                     wf_block_reason << 8, x: worker the resuming one ran
-	                     on last (-1: never) */
-	WF_EV_CREATE,     /* a: new ULT, b: creator (0: none), x: bound worker */
-	WF_EV_NAME,       /* a: ULT, b: 8 bytes of its name, code: which 8 (0..3) */
-	WF_EV_UNPARK,     /* a: ULT made runnable, b: waker (0: none) */
-	WF_EV_STEAL,      /* a: ULT taken, x: victim worker */
-	WF_EV_SLEEP,      /* the idle worker sleeps on its futex */
-	WF_EV_WAKE,       /* ... and woke up */
-	WF_EV_LOCK,       /* a: lock address, b: wait ns, code: WF_TRACE_LOCK_* */
-	WF_EV_BLOCKOBJ,   /* a: what the ULT leaving in the next SWITCH waits on:
-	                     the joined ULT's id, else the address waited on */
-	WF_EV_NTYPES
-};
-
-enum { WF_TRACE_LOCK_MUTEX = 1, WF_TRACE_LOCK_RWLOCK = 2 };
-
-typedef struct wf_trace_ev {
-	uint64_t ts; /* raw clock: TSC ticks or CLOCK_MONOTONIC ns (trace.c) */
-	uint16_t type, code;
-	int32_t x;
-	uint64_t a, b;
-} wf_trace_ev_t;
 
 /* A worker's stream. Owned by the worker's kernel thread while tracing. */
 typedef struct wf_trace_stream {
@@ -70,6 +45,12 @@ WF_HIDDEN extern wf_trace_stream_t *wf_trace_streams;
 #define WF_TRACING() 0
 #endif
 
+/* Trace formats (WEFT_TRACE_FORMAT; trace.c). */
+enum { WF_TRACE_FMT_JSON = 1, WF_TRACE_FMT_CSV = 2, WF_TRACE_FMT_WFT = 4 };
+/* The formats of a comma-separated list of json, csv and wft; 0 if the
+ * list is empty or names anything else. */
+WF_HIDDEN int wf_trace_parse_formats(const char *list);
+
 /* Start tracing into path (see trace.c for the files written) for nworkers
  * workers, before they start. 0, or an errno value (the runtime then does
  * not start: a trace that was asked for and cannot be written is an
@@ -78,7 +59,7 @@ WF_HIDDEN int wf_trace_start(const char *path, int nworkers);
 /* u already runs on `worker` as tracing starts (the root ULT): record it
  * there, with its name. Called by weft_init before the workers start. */
 WF_HIDDEN void wf_trace_running(int worker, wf_ult_t *u);
-/* Stop, flush and write the JSON and CSV files. all_stopped: the workers
+/* Stop, flush and write the trace's files (trace.c). all_stopped: the workers
  * have stopped (weft_shutdown); otherwise (exit() with workers running)
  * records written while it stops may be lost. Called once per start. */
 WF_HIDDEN void wf_trace_stop(int all_stopped);
