@@ -17,8 +17,9 @@
  *         Threads that are not workers share tid 1000.
  *   rows  the CSV's rows, to a function (tools/weft-trace-scan.c).
  *
- * Memory: the file is mapped, and a table keeps each ULT's name and pending
- * wake flow; nothing else grows with the trace.
+ * Memory: the file is mapped, and the pages of each chunk are let go once
+ * it has been read; a table keeps the name and pending wake flow of each
+ * ULT alive. Nothing else grows with the trace.
  *
  * Every lane starts in the loop; the root ULT, already running on worker 0
  * when tracing starts, has a switch record of its own (wf_trace_running).
@@ -408,8 +409,16 @@ static void advance(out_t *o, stream_t *s)
 {
 	s->has_next = 0;
 	while (!s->p || s->p >= s->end) {
-		if (s->p)
+		if (s->p) {
+			/* Done with this chunk: drop its pages (a page it shares
+			 * with another stream's chunk is read again if needed),
+			 * so that memory stays a chunk per stream, not the file. */
+			uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+			uintptr_t a = (uintptr_t)s->chunks[s->ci] & ~(pg - 1);
+			uintptr_t b = ((uintptr_t)s->end + pg - 1) & ~(pg - 1);
+			madvise((void *)a, b - a, MADV_DONTNEED);
 			s->ci++;
+		}
 		if (s->ci >= s->nchunks)
 			return;
 		const wf_trace_chunk_hdr_t *h = s->chunks[s->ci];

@@ -149,7 +149,9 @@ int wf_trace_parse_formats(const char *list)
 			f |= WF_TRACE_FMT_WFT;
 		else
 			return 0;
-		p += n + (p[n] == ',');
+		p += n;
+		if (*p == ',' && !*++p)
+			return 0; /* a trailing comma */
 	}
 	return f;
 }

@@ -1467,6 +1467,73 @@ static void test_trace_path_pid_and_suffix(void **state)
 	remove_dir(dir);
 }
 
+/* WEFT_TRACE_FORMAT, and a path ending in .wft, choose the files written. */
+static void test_trace_formats(void **state)
+{
+	unsetenv("WEFT_TRACE");
+	char dir[64], path[160], file[200];
+	make_dir(dir);
+	/* A path ending in .wft: weft's own format only, self-describing. */
+	snprintf(path, sizeof path, "%s/w.wft", dir);
+	traced_init_shutdown(path);
+	WT_EQ(files_in(dir), 1);
+	size_t n;
+	char *b = slurp(path, &n);
+	WT_TRUE(b != NULL, "%s: %s", path, strerror(errno));
+	WT_CMP(n, >, 16);
+	WT_TRUE(memcmp(b, "WEFT-TRC", 8) == 0, "no file magic in %s", path);
+	/* The meta chunk is last, as key=value lines. */
+	char want[64];
+	snprintf(want, sizeof want, "\npid=%d\nworkers=2\n", (int)getpid());
+	WT_TRUE(memmem(b, n, want, strlen(want)) != NULL, "no %s in the meta chunk", want);
+	WT_TRUE(n > 11 && memcmp(b + n - 11, "complete=1\n", 11) == 0,
+		"the file does not end with the meta chunk");
+	free(b);
+
+	/* WEFT_TRACE_FORMAT picks, whatever the path: CSV alone ... */
+	WT_OK(setenv("WEFT_TRACE_FORMAT", "csv", 1));
+	snprintf(path, sizeof path, "%s/c", dir);
+	traced_init_shutdown(path);
+	WT_EQ(files_in(dir), 2);
+	snprintf(file, sizeof file, "%s.csv", path);
+	WT_TRUE(exists(file), "no %s", file);
+	/* ... JSON and .wft ... */
+	WT_OK(setenv("WEFT_TRACE_FORMAT", "wft,json", 1));
+	snprintf(path, sizeof path, "%s/j.json", dir);
+	traced_init_shutdown(path);
+	WT_EQ(files_in(dir), 4);
+	snprintf(file, sizeof file, "%s/j.wft", dir);
+	WT_TRUE(exists(file), "no %s", file);
+	snprintf(file, sizeof file, "%s/j.json", dir);
+	WT_TRUE(exists(file), "no %s", file);
+	/* ... and all three, the CSV's rows as the JSON/CSV default writes them. */
+	WT_OK(setenv("WEFT_TRACE_FORMAT", "json,csv,wft", 1));
+	snprintf(path, sizeof path, "%s/a", dir);
+	traced_init_shutdown(path);
+	WT_EQ(files_in(dir), 7);
+	check_files(path, 1);
+
+	/* A list naming anything else is EINVAL, from weft_config_init and
+	 * weft_init alike; nothing is written. */
+	const char *bad[] = {"pftrace", "json,", ",csv", "json,,csv", "JSON", "wft json"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		WT_OK(setenv("WEFT_TRACE_FORMAT", bad[i], 1));
+		weft_config_t c;
+		WT_ERR(weft_config_init(&c), EINVAL);
+		WT_ERR(weft_init(NULL), EINVAL);
+		WT_EQ(wt_running(), 0);
+	}
+	WT_EQ(files_in(dir), 7);
+	/* Empty is the default. */
+	WT_OK(setenv("WEFT_TRACE_FORMAT", "", 1));
+	snprintf(path, sizeof path, "%s/d", dir);
+	traced_init_shutdown(path);
+	WT_EQ(files_in(dir), 9);
+	check_files(path, 1);
+	unsetenv("WEFT_TRACE_FORMAT");
+	remove_dir(dir);
+}
+
 static void test_trace_unmakeable_path(void **state)
 {
 	unsetenv("WEFT_TRACE");
@@ -1629,6 +1696,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trace_no_migration_when_staying),
 		cmocka_unit_test(test_trace_counts_match_worker_stats),
 		cmocka_unit_test(test_trace_path_pid_and_suffix),
+		cmocka_unit_test(test_trace_formats),
 		cmocka_unit_test(test_trace_unmakeable_path),
 		cmocka_unit_test(test_trace_env_var),
 		cmocka_unit_test(test_trace_written_at_exit),

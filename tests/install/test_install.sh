@@ -108,5 +108,18 @@ if [ -x "$prefix/bin/weft-peer-go" ]; then
 		echo "FAIL: installed weft-bench's go row: $out"; exit 1
 	fi
 fi
+# weft-trace finds the weft-trace-scan installed in libexec/weft beside its
+# bin/: a program built against the prefix traces itself to a .wft, which
+# the installed weft-trace summarises.
+if [ -x /usr/bin/python3 ]; then
+	[ -x "$prefix/bin/weft-trace" ] && [ -x "$prefix/libexec/weft/weft-trace-scan" ] ||
+		{ echo "FAIL: weft-trace or libexec/weft/weft-trace-scan not installed"; exit 1; }
+	out=$(cd "$tmp" && env -u LD_LIBRARY_PATH -u WEFT_TRACE_SCAN WEFT_TRACE="$tmp/t.wft" \
+		"$tmp/hello_pc_static" 2>&1) || { echo "FAIL: traced hello: $out"; exit 1; }
+	out=$(env -u WEFT_TRACE_SCAN PATH=/usr/bin:/bin "$prefix/bin/weft-trace" summary "$tmp/t.wft" 2>&1) ||
+		{ echo "FAIL: installed weft-trace summary: $out"; exit 1; }
+	echo "$out" | grep -q "program hello_pc_static" ||
+		{ echo "FAIL: installed weft-trace summary: $out"; exit 1; }
+fi
 echo "ok: installed programs run from the prefix"
 echo "PASSED"

@@ -26,10 +26,11 @@ def run_workload():
     """Run the workload once (first test to need it), tracing into PREFIX."""
     global RUN
     if RUN is None:
-        for ext in (".json", ".csv", ".png"):
+        for ext in (".json", ".csv", ".wft", ".png", ".conv.csv"):
             if os.path.exists(PREFIX + ext):
                 os.remove(PREFIX + ext)
-        env = dict(os.environ, WEFT_TRACE=PREFIX)
+        # All three formats of the same run.
+        env = dict(os.environ, WEFT_TRACE=PREFIX, WEFT_TRACE_FORMAT="json,csv,wft")
         RUN = subprocess.run([WORKLOAD], env=env, capture_output=True, text=True, timeout=90)
         print("workload exited %d: %s%s" % (RUN.returncode, RUN.stdout, RUN.stderr),
               file=sys.stderr)
@@ -43,11 +44,11 @@ class EndToEnd(unittest.TestCase):
         if r.returncode != 0:
             raise AssertionError("trace_workload failed (%d):\n%s%s"
                                  % (r.returncode, r.stdout, r.stderr))
-        for ext in (".json", ".csv"):
+        for ext in (".json", ".csv", ".wft"):
             if not os.path.isfile(PREFIX + ext):
                 raise AssertionError("WEFT_TRACE=%s wrote no %s: is tracing compiled in?"
                                      % (PREFIX, PREFIX + ext))
-        s = run_tool("summary", "--json", PREFIX + ".csv")
+        s = run_tool("summary", "--json", "--top", "1000", PREFIX + ".csv")
         if s.returncode != 0:
             raise AssertionError("summary failed (%d): %s" % (s.returncode, s.stderr))
         cls.rep = json.loads(s.stdout)
@@ -127,6 +128,28 @@ class EndToEnd(unittest.TestCase):
         named = {ev["name"] for ev in slices}
         self.assertLessEqual(NAMES, named)
 
+    def test_wft_and_csv_agree(self):
+        s = run_tool("summary", "--json", "--top", "1000", PREFIX + ".wft")
+        self.assertEqual(s.returncode, 0, s.stderr)
+        rep = json.loads(s.stdout)
+        self.assertEqual(rep["trace"].pop("path"), PREFIX + ".wft")
+        want = json.loads(json.dumps(self.rep))
+        want["trace"].pop("path")
+        self.assertEqual(rep, want)
+
+    def test_wft_converts_to_the_same_csv(self):
+        out = PREFIX + ".conv.csv"
+        r = run_tool("convert", PREFIX + ".wft", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out, "rb") as a, open(PREFIX + ".csv", "rb") as b:
+            self.assertTrue(a.read() == b.read(), "%s differs from %s" % (out, PREFIX + ".csv"))
+
+    def test_wft_is_compact(self):
+        # At most 16 bytes per event (CSV row), file and meta included.
+        per_row = os.path.getsize(PREFIX + ".wft") / self.rep["trace"]["rows"]
+        self.assertLessEqual(per_row, 16.0)
+        self.assertLess(os.path.getsize(PREFIX + ".wft"), os.path.getsize(PREFIX + ".csv") / 2)
+
     def test_text_summary(self):
         r = run_tool("summary", PREFIX + ".csv")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -134,9 +157,9 @@ class EndToEnd(unittest.TestCase):
 
     @unittest.skipUnless(have_matplotlib(), "matplotlib is not installed (python3-matplotlib)")
     def test_timeline_png(self):
-        for extra in ((), ("--load",)):
+        for ext, extra in ((".csv", ()), (".csv", ("--load",)), (".wft", ())):
             out = PREFIX + ".png"
-            r = run_tool("timeline", PREFIX + ".csv", "-o", out, *extra)
+            r = run_tool("timeline", PREFIX + ext, "-o", out, *extra)
             self.assertEqual(r.returncode, 0, r.stderr)
             size = png_size(out)
             self.assertIsNotNone(size, "not a PNG: " + out)

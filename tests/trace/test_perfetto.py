@@ -33,10 +33,11 @@ def fail(msg):
 
 def main():
     workload, prefix = sys.argv[1], sys.argv[2]
-    for ext in (".csv", ".json", ".pftrace"):
+    for ext in (".csv", ".json", ".wft", ".pftrace", ".wft.pftrace"):
         if os.path.exists(prefix + ext):
             os.remove(prefix + ext)
-    r = subprocess.run([workload], env=dict(os.environ, WEFT_TRACE=prefix),
+    r = subprocess.run([workload], env=dict(os.environ, WEFT_TRACE=prefix,
+                                            WEFT_TRACE_FORMAT="csv,wft"),
                        capture_output=True, text=True, timeout=90)
     if r.returncode != 0 or not os.path.isfile(prefix + ".csv"):
         fail("trace_workload exited %d without %s.csv: %s%s"
@@ -46,6 +47,14 @@ def main():
     print(r.stdout + r.stderr, end="")
     if r.returncode != 0:
         fail("weft-trace export exited %d" % r.returncode)
+    # The same run's .wft exports to the same bytes.
+    r = subprocess.run([TOOL_PYTHON, TOOL, "export", prefix + ".wft", "-o",
+                        prefix + ".wft.pftrace"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        fail("weft-trace export of the .wft exited %d: %s" % (r.returncode, r.stderr))
+    with open(prefix + ".pftrace", "rb") as a, open(prefix + ".wft.pftrace", "rb") as b:
+        if a.read() != b.read():
+            fail("the exports of %s.csv and %s.wft differ" % (prefix, prefix))
 
     # The CSV: workers, ULT names, runs.
     workers, runs, unparks, names = set(), 0, 0, {}

@@ -354,7 +354,7 @@ class SummaryLarge(unittest.TestCase):
         rows.sort(key=lambda r: r[0])  # stable: per-worker order kept
         text = "# workers=2\n# duration_ns=%d\n" % end + CSV_HEADER + "".join(
             "%d,%d,%s\n" % r for r in rows)
-        rep = summary_json(write_temp(self, "big.csv", text))
+        rep = summary_json(write_temp(self, "big.csv", text), "--top", "1000")
         per_worker_end = 20000 * 1000 + 200 * 1200
         for w in rep["workers"]:
             self.assertEqual(w["busy_ns"], 20000 * 700)
@@ -366,6 +366,7 @@ class SummaryLarge(unittest.TestCase):
         self.assertEqual(rep["locks"][0]["contended"], 4000)
         self.assertEqual(sum(rep["locks"][0]["buckets"]), 4000)
         self.assertEqual(len(rep["ults"]), 100)
+        self.assertEqual(rep["ults_total"], 100)
         self.assertEqual(rep["notes"], [])
 
 

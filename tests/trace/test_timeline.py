@@ -1,14 +1,14 @@
 """weft-trace timeline: writes a PNG (checked by its signature and size), the
 load view for large runs or with --load, and the load figures themselves
-(computed by the tool's load_bins, loaded here as a module)."""
+(computed by weft-trace-scan, run here directly)."""
 
 import importlib.machinery
 import importlib.util
 import os
 import unittest
 
-from wtt import CSV_HEADER, TOOL, fixture, have_matplotlib, png_size, run_tool, temp_dir, \
-    write_temp
+from wtt import CSV_HEADER, TOOL, fixture, have_matplotlib, png_size, run_tool, scan, \
+    temp_dir, write_temp
 
 
 def load_tool():
@@ -74,7 +74,8 @@ class TimelinePng(unittest.TestCase):
 
 
 class TimelineFigures(unittest.TestCase):
-    """The load figures and colours, from the tool's own functions."""
+    """The load figures and the window, from weft-trace-scan (which reads the
+    trace for weft-trace), and the colours, from the tool's own function."""
 
     @classmethod
     def setUpClass(cls):
@@ -83,21 +84,26 @@ class TimelineFigures(unittest.TestCase):
     def test_load_bins(self):
         # basic.csv in 10 bins of 1000 ns (its runs are listed in test_summary.py):
         # worker 0 runs main 0-1000, beta 1100-3000, alpha 3100-4000, ...
-        tl = self.wt.Timeline(self.wt.CsvTrace(fixture("basic.csv")), 0, None)
-        tl.run()
-        load, width = self.wt.load_bins(tl, [0, 1], 0, 10000, 10)
-        self.assertEqual(width, 1000)
-        self.assertEqual([round(x, 3) for x in load[0]],
+        tl = scan("timeline", "--load", "--bins", "10", fixture("basic.csv"))
+        self.assertEqual(tl["load"]["width_ns"], 1000)
+        bins = tl["load"]["bins"]
+        self.assertEqual([round(x, 3) for x in bins["0"]],
                          [1.0, 0.9, 1.0, 0.9, 0.9, 0.9, 0.9, 1.0, 0.0, 0.7])
-        self.assertEqual([round(x, 3) for x in load[1]],
+        self.assertEqual([round(x, 3) for x in bins["1"]],
                          [0.0, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+        self.assertEqual(tl["n_slices"], 8)
 
     def test_window_clips(self):
-        tl = self.wt.Timeline(self.wt.CsvTrace(fixture("basic.csv")), 4500, 6500)
-        tl.run()
-        starts, ends, ults = tl.slices[0][self.wt.RUN]
-        self.assertEqual(list(zip(starts, ends, ults)),
-                         [(4500, 5000, 1), (5100, 6000, 3), (6100, 6500, 1)])
+        tl = scan("timeline", "--start", "4500", "--end", "6500", fixture("basic.csv"))
+        runs = [(t0, t1, u) for w, state, t0, t1, u in tl["lanes"] if w == 0 and state == "run"]
+        self.assertEqual(runs, [(4500, 5000, 1), (5100, 6000, 3), (6100, 6500, 1)])
+        self.assertIsNone(tl["load"])
+        self.assertEqual(tl["names"]["1"], "main")
+
+    def test_too_many_runs_keep_only_the_load(self):
+        tl = scan("timeline", "--max-slices", "7", fixture("basic.csv"))
+        self.assertIsNone(tl["lanes"])
+        self.assertEqual(len(tl["load"]["bins"]["0"]), 200)
 
     def test_colours_are_stable_and_spread(self):
         c = self.wt.ult_colour

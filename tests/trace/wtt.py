@@ -12,6 +12,9 @@ FIXTURES = os.path.join(HERE, "fixtures")
 # CMake passes the tool's path; run by hand, the one in this source tree.
 TOOL = os.environ.get("WEFT_TRACE_TOOL") or os.path.join(HERE, "..", "..", "tools", "weft-trace")
 
+# weft-trace-scan, the C reader behind weft-trace: CMake passes its path.
+SCAN = os.environ.get("WEFT_TRACE_SCAN") or "weft-trace-scan"
+
 # The columns of every CSV trace, for traces the tests write themselves.
 CSV_HEADER = "time_ns,worker,event,ult,name,arg1,arg2,detail\n"
 
@@ -24,6 +27,16 @@ def run_tool(*args, timeout=120):
     """Run weft-trace with args under this interpreter; the CompletedProcess."""
     return subprocess.run([sys.executable, TOOL] + [str(a) for a in args],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def scan(*args, timeout=120):
+    """Run weft-trace-scan with args; its JSON output, parsed (it must succeed)."""
+    import json
+    r = subprocess.run([SCAN] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        raise AssertionError("weft-trace-scan %s exited %d: %s" % (args, r.returncode, r.stderr))
+    return json.loads(r.stdout)
 
 
 def write_temp(testcase, name, text):
