@@ -810,6 +810,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 			if (atomic_load_explicit(&wf_rt.state, memory_order_acquire) ==
 			    WF_RT_STOPPING)
 				break;
+			if (WF_TRACING())
+				wf_trace_help(); /* the flusher cannot have this CPU */
 			/* Back off between scans: every scan pulls the victims'
 			 * queue cache lines over, slowing their owners down. */
 			unsigned pauses = SPIN_PAUSES

@@ -17,9 +17,11 @@
  *         Threads that are not workers share tid 1000.
  *   rows  the CSV's rows, to a function (tools/weft-trace-scan.c).
  *
- * Memory: the file is mapped, and the pages of each chunk are let go once
- * it has been read; a table keeps the name and pending wake flow of each
- * ULT alive. Nothing else grows with the trace.
+ * Memory: a chunk per stream is read at a time (pread, not a mapping: the
+ * kernel's fault-around kept pages of chunks already read mapped, and a
+ * 330 MB trace held 85 MB); the chunk index is 16 bytes a chunk; a table
+ * keeps the name and pending wake flow of each ULT alive. Nothing else
+ * grows with the trace.
  *
  * Every lane starts in the loop; the root ULT, already running on worker 0
  * when tracing starts, has a switch record of its own (wf_trace_running).
@@ -31,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,22 +151,50 @@ static ult_info_t *ult_get(ult_table_t *t, uint64_t id)
 	return &t->v[j];
 }
 
+/* ---- the file's chunks ------------------------------------------------------ */
+
+/* Where a chunk's records are in the file. */
+struct chunk_ref {
+	uint64_t off; /* of its records (after its header) */
+	int32_t stream;
+	uint32_t n; /* bytes */
+};
+
+/* Read exactly n bytes at off: 0, or -1 (error or end of file). */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+	char *b = buf;
+	while (n) {
+		ssize_t r = pread(fd, b, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		b += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
 /* ---- per-worker state while walking --------------------------------------- */
 
 typedef struct {
-	const wf_trace_chunk_hdr_t **chunks; /* this stream's chunks, in order */
-	size_t nchunks, ci;                  /* ci: the chunk being read */
-	const uint8_t *p, *end;              /* its next record, and its end */
-	uint64_t raw;                        /* timestamp of the record before p */
-	wf_trace_ev_t next;                  /* the record to walk next ... */
-	int has_next;                        /* ... if any */
-	int tid;                             /* JSON tid, CSV worker (-1 foreign) */
-	uint64_t cur;                        /* ULT running, 0: none (in the loop) */
-	uint64_t since;   /* ns: when cur started, or when the loop was entered */
-	int sleeping;     /* between SLEEP and WAKE */
-	uint64_t slept;   /* ns: when it fell asleep */
-	uint64_t flow_in; /* wake flow ending at the start of cur's run, or 0 */
-	uint64_t last;    /* ns: latest record (keeps the lane monotonic) */
+	const struct chunk_ref **chunks; /* this stream's chunks, in order */
+	size_t nchunks, ci;              /* ci: the chunk being read */
+	uint8_t *buf;                    /* ... read into this */
+	size_t cap;
+	const uint8_t *p, *end; /* its next record, and its end */
+	uint64_t raw;           /* timestamp of the record before p */
+	wf_trace_ev_t next;     /* the record to walk next ... */
+	int has_next;           /* ... if any */
+	int tid;                /* JSON tid, CSV worker (-1 foreign) */
+	uint64_t cur;           /* ULT running, 0: none (in the loop) */
+	uint64_t since;         /* ns: when cur started, or when the loop was entered */
+	int sleeping;           /* between SLEEP and WAKE */
+	uint64_t slept;         /* ns: when it fell asleep */
+	uint64_t flow_in;       /* wake flow ending at the start of cur's run, or 0 */
+	uint64_t last;          /* ns: latest record (keeps the lane monotonic) */
 } stream_t;
 
 typedef struct {
@@ -176,7 +205,8 @@ typedef struct {
 	int first;      /* no JSON event written yet */
 	int pid;
 	int oom;
-	int bad; /* a chunk ends inside a record */
+	int bad; /* a chunk cannot be read, or ends inside a record */
+	int fd;  /* the trace file */
 	/* raw clock -> ns since the start */
 	uint64_t t0;
 	double ns_per_tick;
@@ -404,26 +434,34 @@ static void on_event(out_t *o, stream_t *s, const wf_trace_ev_t *e, uint64_t ns)
 }
 
 /* Decode s's next record into s->next; has_next = 0 when s is done.
- * A chunk that ends inside a record sets o->bad and ends the stream. */
+ * A chunk that cannot be read or ends inside a record sets o->bad and
+ * ends the stream. */
 static void advance(out_t *o, stream_t *s)
 {
 	s->has_next = 0;
 	while (!s->p || s->p >= s->end) {
-		if (s->p) {
-			/* Done with this chunk: drop its pages (a page it shares
-			 * with another stream's chunk is read again if needed),
-			 * so that memory stays a chunk per stream, not the file. */
-			uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-			uintptr_t a = (uintptr_t)s->chunks[s->ci] & ~(pg - 1);
-			uintptr_t b = ((uintptr_t)s->end + pg - 1) & ~(pg - 1);
-			madvise((void *)a, b - a, MADV_DONTNEED);
+		if (s->p)
 			s->ci++;
-		}
 		if (s->ci >= s->nchunks)
 			return;
-		const wf_trace_chunk_hdr_t *h = s->chunks[s->ci];
-		s->p = (const uint8_t *)(h + 1);
-		s->end = s->p + h->n;
+		const struct chunk_ref *c = s->chunks[s->ci];
+		if (c->n > s->cap) {
+			uint8_t *b = realloc(s->buf, c->n);
+			if (!b) {
+				o->oom = 1;
+				s->ci = s->nchunks;
+				return;
+			}
+			s->buf = b;
+			s->cap = c->n;
+		}
+		if (pread_all(o->fd, s->buf, c->n, c->off)) {
+			o->bad = 1;
+			s->ci = s->nchunks;
+			return;
+		}
+		s->p = s->buf;
+		s->end = s->buf + c->n;
 		s->raw = 0; /* a chunk's first record is against 0 */
 	}
 	s->p = wf_trace_decode(s->p, s->end, &s->next, &s->raw);
@@ -525,63 +563,69 @@ static void close_lanes(out_t *o, stream_t *st, int n, uint64_t end, uint64_t dr
 /* ---- the file ------------------------------------------------------------ */
 
 typedef struct {
-	const uint8_t *map;
-	size_t size;
-	const wf_trace_chunk_hdr_t *meta;
+	int fd;
+	struct chunk_ref *chunks; /* every chunk but the meta chunk, in file order */
+	size_t nchunks;
+	char *meta; /* the meta chunk's bytes, or NULL */
+	uint32_t meta_n;
 } file_t;
 
-/* Map path and check its header and chunks' framing. */
+/* Open path, read its header and index its chunks (checking their
+ * framing), and read the meta chunk. */
 static int file_open(const char *path, file_t *f)
 {
 	memset(f, 0, sizeof *f);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb)) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
-	int e = 0;
-	f->size = (size_t)sb.st_size;
-	if (f->size < sizeof(wf_trace_file_hdr_t)) {
-		e = EPROTO;
-	} else {
-		void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m == MAP_FAILED)
-			e = errno;
-		else
-			f->map = m;
-	}
-	close(fd);
-	if (e)
-		return e;
-	const wf_trace_file_hdr_t *fh = (const wf_trace_file_hdr_t *)f->map;
-	if (memcmp(fh->magic, WF_TRACE_FILE_MAGIC, 8) || fh->version != WF_TRACE_FILE_VERSION)
+	if (f->fd < 0 || fstat(f->fd, &sb))
+		return errno;
+	uint64_t size = (uint64_t)sb.st_size;
+	wf_trace_file_hdr_t fh;
+	if (size < sizeof fh || pread_all(f->fd, &fh, sizeof fh, 0) ||
+	    memcmp(fh.magic, WF_TRACE_FILE_MAGIC, 8) || fh.version != WF_TRACE_FILE_VERSION)
 		return EPROTO;
-	for (size_t off = sizeof *fh; off < f->size;) {
-		const wf_trace_chunk_hdr_t *h = (const wf_trace_chunk_hdr_t *)(f->map + off);
-		if (f->size - off < sizeof *h || h->magic != WF_TRACE_CHUNK_MAGIC ||
-		    f->size - off - sizeof *h < h->n)
+	size_t cap = 0;
+	for (uint64_t off = sizeof fh; off < size;) {
+		wf_trace_chunk_hdr_t h;
+		if (size - off < sizeof h || pread_all(f->fd, &h, sizeof h, off) ||
+		    h.magic != WF_TRACE_CHUNK_MAGIC || size - off - sizeof h < h.n)
 			return EPROTO;
-		if (h->stream == WF_TRACE_STREAM_META)
-			f->meta = h;
-		off += sizeof *h + h->n;
+		off += sizeof h;
+		if (h.stream == WF_TRACE_STREAM_META) {
+			free(f->meta);
+			if (!(f->meta = malloc(h.n + 1u)))
+				return ENOMEM;
+			if (pread_all(f->fd, f->meta, h.n, off))
+				return EPROTO;
+			f->meta_n = h.n;
+		} else {
+			if (f->nchunks == cap) {
+				cap = cap ? 2 * cap : 256;
+				struct chunk_ref *c = realloc(f->chunks, cap * sizeof *c);
+				if (!c)
+					return ENOMEM;
+				f->chunks = c;
+			}
+			f->chunks[f->nchunks++] = (struct chunk_ref){off, h.stream, h.n};
+		}
+		off += h.n;
 	}
 	return f->meta ? 0 : EPROTO;
 }
 
 static void file_close(file_t *f)
 {
-	if (f->map)
-		munmap((void *)f->map, f->size);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->chunks);
+	free(f->meta);
 }
 
 /* The value of key in the meta chunk's "key=value" lines, copied into
  * out (n bytes); 0 if absent. */
 static int meta_get(const file_t *f, const char *key, char *out, size_t n)
 {
-	const char *p = (const char *)(f->meta + 1), *end = p + f->meta->n;
+	const char *p = f->meta, *end = p + f->meta_n;
 	size_t kl = strlen(key);
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -657,18 +701,15 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 
 	/* Index each stream's chunks: count, then fill. */
 	for (int pass = 0; pass < 2; pass++) {
-		for (size_t off = sizeof(wf_trace_file_hdr_t); off < f.size;) {
-			const wf_trace_chunk_hdr_t *h = (const wf_trace_chunk_hdr_t *)(f.map + off);
-			off += sizeof *h + h->n;
-			if (h->stream == WF_TRACE_STREAM_META)
-				continue;
-			if (h->stream < -1 || h->stream >= m->workers) {
+		for (size_t i = 0; i < f.nchunks; i++) {
+			const struct chunk_ref *c = &f.chunks[i];
+			if (c->stream < -1 || c->stream >= m->workers) {
 				e = EPROTO;
 				goto out;
 			}
-			stream_t *s = &st[h->stream < 0 ? m->workers : h->stream];
+			stream_t *s = &st[c->stream < 0 ? m->workers : c->stream];
 			if (pass)
-				s->chunks[s->nchunks++] = h;
+				s->chunks[s->nchunks++] = c;
 			else
 				s->nchunks++;
 		}
@@ -681,6 +722,7 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 			st[i].nchunks = 0;
 		}
 	}
+	o.fd = f.fd;
 	for (int i = 0; i < nstreams; i++) {
 		st[i].tid = i < m->workers ? i : FOREIGN_TID;
 		advance(&o, &st[i]);
@@ -707,8 +749,10 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 		e = EIO;
 out:
 	file_close(&f);
-	for (int i = 0; st && i < nstreams; i++)
+	for (int i = 0; st && i < nstreams; i++) {
 		free(st[i].chunks);
+		free(st[i].buf);
+	}
 	free(st);
 	free(o.ults.v);
 	return e;

@@ -96,6 +96,11 @@ WF_HIDDEN void wf_trace_unpark(wf_worker_t *w, wf_ult_t *u);
  * at t0 (wf_now_ns). Called by the lock's acquirer. */
 WF_HIDDEN void wf_trace_lock(const void *lock, int kind, uint64_t t0);
 
+/* A worker spinning for work: write a full chunk for the flusher if one
+ * is waiting and nobody else is writing (trace.c). Called by the idle loop
+ * (sched.c) between its scans. */
+WF_HIDDEN void wf_trace_help(void);
+
 /* u was created by the caller (on w, or NULL), and its name if it has one. */
 WF_HIDDEN void wf_trace_create(wf_worker_t *w, wf_ult_t *u);
 WF_HIDDEN void wf_trace_name(wf_worker_t *w, wf_ult_t *u);
