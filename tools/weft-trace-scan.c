@@ -15,6 +15,7 @@
  *   summary    the figures of `weft-trace summary`, as JSON
  *   timeline   a time window's worker lanes (up to a number of ULT runs) and
  *              the busy workers per time bin, as JSON
+ *   pftrace    the trace in Perfetto's protobuf format (src/trace/perfetto.c)
  *   csv, json  a .wft trace as CSV or Chrome Trace Event JSON on stdout
  *
  * How rows are read. Each worker is a small state machine driven by its own
@@ -53,6 +54,7 @@
 #include <string.h>
 
 #include "trace/export.h"
+#include "trace/perfetto.h"
 
 #define MAX_NOTES 20
 #define NO_WORKER INT_MIN
@@ -1335,12 +1337,44 @@ static void print_timeline(scan_t *s, FILE *f)
 	free(ws);
 }
 
+/* ---- Perfetto ------------------------------------------------------------- */
+
+static FILE *pf_out;
+static wf_pftrace_t *pf;
+
+/* The Perfetto writer, made once the metadata (from the .wft's meta chunk
+ * or the CSV's comments) is known: at the first row, or the end. */
+static void pf_open(scan_t *s)
+{
+	if (!pf && !(pf = wf_pftrace_open(pf_out, s->meta.has_pid ? (int)s->meta.pid : 0,
+					  *s->meta.program ? s->meta.program : "?")))
+		fail("out of memory");
+}
+
+static void pf_row(scan_t *s, const row_t *r)
+{
+	pf_open(s);
+	s->n_rows++;
+	wf_trace_row_t w = {
+		.ns = (uint64_t)r->t,
+		.worker = r->w,
+		.event = r->ev,
+		.ult = r->u,
+		.name = r->name,
+		.arg1 = arg_int(s, r, 1, "arg1"),
+		.arg2 = arg_int(s, r, 2, "arg2"),
+		.detail = r->detail,
+	};
+	wf_pftrace_row(pf, &w);
+}
+
 /* ---- main ----------------------------------------------------------------- */
 
 static const char usage[] =
 	"usage: weft-trace-scan summary [--top N] [--buckets N] TRACE\n"
 	"       weft-trace-scan timeline [--start NS] [--end NS] [--max-slices N] [--bins N]\n"
 	"                                [--load] TRACE\n"
+	"       weft-trace-scan pftrace -o OUT TRACE\n"
 	"       weft-trace-scan csv TRACE.wft\n"
 	"       weft-trace-scan json TRACE.wft\n"
 	"\n"
@@ -1352,6 +1386,8 @@ static const char usage[] =
 	"            window holds at most --max-slices ULT runs (default 20000), and the\n"
 	"            busy workers in --bins time bins (default 200) when it holds more or\n"
 	"            with --load\n"
+	"  pftrace   the trace in Perfetto's protobuf format into OUT; prints the rows\n"
+	"            and packets\n"
 	"  csv, json a .wft trace as weft's CSV, or as Chrome Trace Event JSON\n"
 	"Exit status: 0, or 2 for input that is not a readable trace or bad options.\n";
 
@@ -1385,6 +1421,7 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1], *path = NULL;
 	long long top = 10, buckets = 10, start = 0, end = -1, max_slices = 20000, bins = 200;
 	int load = 0;
+	const char *out = NULL;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--top"))
@@ -1401,6 +1438,8 @@ int main(int argc, char **argv)
 			bins = num_opt(a, argv[++i < argc ? i : 0], 1);
 		else if (!strcmp(a, "--load"))
 			load = 1;
+		else if (!strcmp(a, "-o") && i + 1 < argc)
+			out = argv[++i];
 		else if (a[0] == '-' && a[1])
 			fail("weft-trace-scan: unknown option %s\n%s", a, usage);
 		else if (path)
@@ -1433,7 +1472,21 @@ int main(int argc, char **argv)
 	}
 	static scan_t s;
 	s.meta.duration = -1;
-	if (!strcmp(cmd, "summary")) {
+	if (!strcmp(cmd, "pftrace")) {
+		if (!out)
+			fail("weft-trace-scan: pftrace needs -o OUT\n%s", usage);
+		FILE *f = fopen(out, "wb");
+		if (!f)
+			fail("%s: %s", out, strerror(errno));
+		pf_out = f;
+		read_trace(&s, path, pf_row);
+		pf_open(&s);
+		uint64_t packets = 0;
+		int e = wf_pftrace_close(pf, &packets);
+		if (e || ferror(f) | fclose(f))
+			fail("%s: %s", out, strerror(e ? e : errno));
+		printf("{\"rows\": %" PRIu64 ", \"packets\": %" PRIu64 "}\n", s.n_rows, packets);
+	} else if (!strcmp(cmd, "summary")) {
 		s.summary = 1;
 		s.top = (int)top;
 		s.heap = xcalloc((size_t)top, sizeof *s.heap);

@@ -15,7 +15,8 @@
  *         ("s" -> "f") from each unpark to the start of the woken ULT's next
  *         run; instants for create, steal, migrate and contended locks.
  *         Threads that are not workers share tid 1000.
- *   rows  the CSV's rows, to a function (tools/weft-trace-scan.c).
+ *   rows  the CSV's rows, to a function (tools/weft-trace-scan.c), and to
+ *         the Perfetto writer (perfetto.c), which takes rows as they come.
  *
  * Memory: a chunk per stream is read at a time (pread, not a mapping: the
  * kernel's fault-around kept pages of chunks already read mapped, and a
@@ -38,6 +39,7 @@
 
 #include "sched/sched.h"
 #include "trace/export.h"
+#include "trace/perfetto.h"
 
 #define FOREIGN_TID 1000
 
@@ -199,6 +201,7 @@ typedef struct {
 
 typedef struct {
 	FILE *json, *csv;
+	wf_pftrace_t *pf; /* the Perfetto writer, if the sink has a file for it */
 	const wf_trace_sink_t *sink;
 	ult_table_t ults;
 	uint64_t flows; /* last flow id */
@@ -258,7 +261,7 @@ static const char *name_of(out_t *o, uint64_t id)
 static void csv_row(out_t *o, uint64_t ns, int worker, const char *ev, uint64_t ult, int64_t a1,
 		    int64_t a2, const char *detail)
 {
-	if (!o->csv && !o->sink->row)
+	if (!o->csv && !o->sink->row && !o->pf)
 		return;
 	if (worker == FOREIGN_TID)
 		worker = -1;
@@ -266,10 +269,11 @@ static void csv_row(out_t *o, uint64_t ns, int worker, const char *ev, uint64_t 
 	if (o->csv)
 		fprintf(o->csv, "%" PRIu64 ",%d,%s,%" PRIu64 ",%s,%" PRId64 ",%" PRId64 ",%s\n", ns,
 			worker, ev, ult, name, a1, a2, detail ? detail : "");
-	if (o->sink->row) {
-		wf_trace_row_t r = {ns, worker, ev, ult, name, a1, a2, detail ? detail : ""};
+	wf_trace_row_t r = {ns, worker, ev, ult, name, a1, a2, detail ? detail : ""};
+	if (o->sink->row)
 		o->sink->row(o->sink->ctx, &r);
-	}
+	if (o->pf)
+		wf_pftrace_row(o->pf, &r);
 }
 
 /* The X slice of s's current ULT run, from..to, and the end of the wake
@@ -728,6 +732,10 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 		advance(&o, &st[i]);
 	}
 
+	if (sink->pftrace && !(o.pf = wf_pftrace_open(sink->pftrace, m->pid, m->program))) {
+		e = ENOMEM;
+		goto out;
+	}
 	write_headers(&o, m);
 	stream_t *s;
 	while ((s = next_stream(st, nstreams))) {
@@ -741,13 +749,20 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 	close_lanes(&o, st, nstreams, m->duration_ns, m->dropped);
 	if (o.json)
 		fprintf(o.json, "\n]}\n");
+	if (o.pf) {
+		o.oom |= wf_pftrace_close(o.pf, NULL) != 0;
+		o.pf = NULL;
+	}
 	if (o.oom)
 		e = ENOMEM;
 	else if (o.bad)
 		e = EPROTO;
-	else if ((o.json && ferror(o.json)) || (o.csv && ferror(o.csv)))
+	else if ((o.json && ferror(o.json)) || (o.csv && ferror(o.csv)) ||
+		 (sink->pftrace && ferror(sink->pftrace)))
 		e = EIO;
 out:
+	if (o.pf)
+		wf_pftrace_close(o.pf, NULL);
 	file_close(&f);
 	for (int i = 0; st && i < nstreams; i++) {
 		free(st[i].chunks);

@@ -36,10 +36,11 @@ typedef struct {
 	const char *detail; /* "" if none */
 } wf_trace_row_t;
 
-/* Where a trace goes: any of the JSON and CSV files, and a function that
- * gets every row (with ctx). NULL members are left out. */
+/* Where a trace goes: any of the JSON, CSV and Perfetto (perfetto.c)
+ * files, and a function that gets every row (with ctx). NULL members are
+ * left out. */
 typedef struct {
-	FILE *json, *csv;
+	FILE *json, *csv, *pftrace;
 	void (*row)(void *ctx, const wf_trace_row_t *r);
 	void *ctx;
 } wf_trace_sink_t;

@@ -2,16 +2,19 @@
  *
  * Files
  *   WEFT_TRACE=path (or weft_config_t.trace) names the trace; a trailing
- *   ".json", ".csv" or ".wft" is dropped and "%p" becomes the process id,
- *   giving a base B. While the program runs, records go to B.raw, a file
- *   in weft's own format (codec.h). When the runtime stops (weft_shutdown,
+ *   ".json", ".csv", ".wft", ".pftrace" or ".perfetto-trace" is dropped and
+ *   "%p" becomes the process id, giving a base B. While the program runs,
+ *   records go to B.raw, a file in weft's own format (codec.h). When the runtime stops (weft_shutdown,
  *   or exit() with the runtime running) its meta chunk is appended, and it
  *   becomes the formats asked for (WEFT_TRACE_FORMAT, a comma-separated
- *   list; without it, "wft" for a path ending in ".wft", else "json,csv"):
- *     wft   B.wft, the file itself, renamed: compact, written as the
- *           program runs, read by weft-trace
- *     json  B.json, Chrome Trace Event format, for Perfetto (export.c)
- *     csv   B.csv, one row per event, for weft-trace and spreadsheets
+ *   list; without it, "wft" for a path ending in ".wft", "pftrace" for one
+ *   ending in ".pftrace" or ".perfetto-trace", else "json,csv"):
+ *     wft      B.wft, the file itself, renamed: compact, written as the
+ *              program runs, read by weft-trace
+ *     json     B.json, Chrome Trace Event format, for Perfetto (export.c)
+ *     csv      B.csv, one row per event, for weft-trace and spreadsheets
+ *     pftrace  B.pftrace, Perfetto's own protobuf format, which its UI
+ *              loads at any size (perfetto.c)
  *   and B.raw is removed unless it became B.wft.
  *
  * Streams and chunks
@@ -156,6 +159,8 @@ int wf_trace_parse_formats(const char *list)
 			f |= WF_TRACE_FMT_CSV;
 		else if (n == 3 && !strncmp(p, "wft", 3))
 			f |= WF_TRACE_FMT_WFT;
+		else if (n == 7 && !strncmp(p, "pftrace", 7))
+			f |= WF_TRACE_FMT_PFTRACE;
 		else
 			return 0;
 		p += n;
@@ -172,19 +177,25 @@ static int formats_of(const char *path)
 	const char *list = getenv("WEFT_TRACE_FORMAT");
 	if (list && *list)
 		return wf_trace_parse_formats(list);
-	if (ends_with(path, strlen(path), ".wft"))
+	size_t n = strlen(path);
+	if (ends_with(path, n, ".wft"))
 		return WF_TRACE_FMT_WFT;
+	if (ends_with(path, n, ".pftrace") || ends_with(path, n, ".perfetto-trace"))
+		return WF_TRACE_FMT_PFTRACE;
 	return WF_TRACE_FMT_JSON | WF_TRACE_FMT_CSV;
 }
 
-/* B from the user's path: drop .json/.csv/.wft, expand %p. NULL on ENOMEM. */
+/* B from the user's path: drop a format's extension, expand %p. NULL on
+ * ENOMEM. */
 static char *base_of(const char *path)
 {
+	static const char *const exts[] = {".json", ".csv", ".wft", ".pftrace", ".perfetto-trace"};
 	size_t n = strlen(path);
-	if (ends_with(path, n, ".json") || ends_with(path, n, ".csv"))
-		n -= ends_with(path, n, ".csv") ? 4 : 5;
-	else if (ends_with(path, n, ".wft"))
-		n -= 4;
+	for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
+		if (ends_with(path, n, exts[i])) {
+			n -= strlen(exts[i]);
+			break;
+		}
 	char pid[24];
 	int np = snprintf(pid, sizeof pid, "%d", (int)getpid());
 	char *out = malloc(n * (size_t)np + 1), *o = out;
@@ -603,14 +614,15 @@ static void write_meta(const wf_trace_clock_ref_t *end, uint64_t dropped, int co
 static int finish_files(void)
 {
 	const char *from = tr.raw;
-	size_t n = strlen(tr.base) + 8;
-	char *wft = malloc(n), *json = malloc(n), *csv = malloc(n);
+	size_t n = strlen(tr.base) + 16;
+	char *wft = malloc(n), *json = malloc(n), *csv = malloc(n), *pf = malloc(n);
 	int e = ENOMEM;
-	if (!wft || !json || !csv)
+	if (!wft || !json || !csv || !pf)
 		goto out;
 	snprintf(wft, n, "%s.wft", tr.base);
 	snprintf(json, n, "%s.json", tr.base);
 	snprintf(csv, n, "%s.csv", tr.base);
+	snprintf(pf, n, "%s.pftrace", tr.base);
 	e = 0;
 	if (tr.formats & WF_TRACE_FMT_WFT) {
 		if (rename(tr.raw, wft)) {
@@ -619,19 +631,21 @@ static int finish_files(void)
 		}
 		from = wft;
 	}
-	if (tr.formats & (WF_TRACE_FMT_JSON | WF_TRACE_FMT_CSV)) {
+	if (tr.formats & (WF_TRACE_FMT_JSON | WF_TRACE_FMT_CSV | WF_TRACE_FMT_PFTRACE)) {
 		wf_trace_sink_t sink = {0};
 		if ((tr.formats & WF_TRACE_FMT_JSON) && !(sink.json = fopen(json, "w")))
 			e = errno;
 		if (!e && (tr.formats & WF_TRACE_FMT_CSV) && !(sink.csv = fopen(csv, "w")))
 			e = errno;
+		if (!e && (tr.formats & WF_TRACE_FMT_PFTRACE) && !(sink.pftrace = fopen(pf, "wb")))
+			e = errno;
 		wf_trace_meta_t m;
 		if (!e)
 			e = wf_trace_export(from, &sink, &m);
-		if (sink.json && fclose(sink.json) && !e)
-			e = errno;
-		if (sink.csv && fclose(sink.csv) && !e)
-			e = errno;
+		FILE *files[] = {sink.json, sink.csv, sink.pftrace};
+		for (int i = 0; i < 3; i++)
+			if (files[i] && fclose(files[i]) && !e)
+				e = errno;
 	}
 	if (!e && from == tr.raw)
 		unlink(tr.raw);
@@ -639,6 +653,7 @@ out:
 	free(wft);
 	free(json);
 	free(csv);
+	free(pf);
 	return e;
 }
 

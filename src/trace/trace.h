@@ -46,9 +46,14 @@ WF_HIDDEN extern wf_trace_stream_t *wf_trace_streams;
 #endif
 
 /* Trace formats (WEFT_TRACE_FORMAT; trace.c). */
-enum { WF_TRACE_FMT_JSON = 1, WF_TRACE_FMT_CSV = 2, WF_TRACE_FMT_WFT = 4 };
-/* The formats of a comma-separated list of json, csv and wft; 0 if the
- * list is empty or names anything else. */
+enum {
+	WF_TRACE_FMT_JSON = 1,
+	WF_TRACE_FMT_CSV = 2,
+	WF_TRACE_FMT_WFT = 4,
+	WF_TRACE_FMT_PFTRACE = 8
+};
+/* The formats of a comma-separated list of json, csv, wft and pftrace; 0
+ * if the list is empty or names anything else. */
 WF_HIDDEN int wf_trace_parse_formats(const char *list);
 
 /* Start tracing into path (see trace.c for the files written) for nworkers

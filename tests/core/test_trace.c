@@ -1512,10 +1512,22 @@ static void test_trace_formats(void **state)
 	traced_init_shutdown(path);
 	WT_EQ(files_in(dir), 7);
 	check_files(path, 1);
+	/* A path ending in .pftrace or .perfetto-trace: Perfetto's format,
+	 * written when the runtime stops (a Trace: packets, field 1). */
+	unsetenv("WEFT_TRACE_FORMAT");
+	snprintf(path, sizeof path, "%s/p.perfetto-trace", dir);
+	traced_init_shutdown(path);
+	WT_EQ(files_in(dir), 8);
+	snprintf(file, sizeof file, "%s/p.pftrace", dir);
+	b = slurp(file, &n);
+	WT_TRUE(b != NULL, "%s: %s", file, strerror(errno));
+	WT_CMP(n, >, 100);
+	WT_EQ(b[0], 0x0a);
+	free(b);
 
 	/* A list naming anything else is EINVAL, from weft_config_init and
 	 * weft_init alike; nothing is written. */
-	const char *bad[] = {"pftrace", "json,", ",csv", "json,,csv", "JSON", "wft json"};
+	const char *bad[] = {"perfetto", "json,", ",csv", "json,,csv", "JSON", "wft json"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		WT_OK(setenv("WEFT_TRACE_FORMAT", bad[i], 1));
 		weft_config_t c;
@@ -1523,12 +1535,12 @@ static void test_trace_formats(void **state)
 		WT_ERR(weft_init(NULL), EINVAL);
 		WT_EQ(wt_running(), 0);
 	}
-	WT_EQ(files_in(dir), 7);
+	WT_EQ(files_in(dir), 8);
 	/* Empty is the default. */
 	WT_OK(setenv("WEFT_TRACE_FORMAT", "", 1));
 	snprintf(path, sizeof path, "%s/d", dir);
 	traced_init_shutdown(path);
-	WT_EQ(files_in(dir), 9);
+	WT_EQ(files_in(dir), 10);
 	check_files(path, 1);
 	unsetenv("WEFT_TRACE_FORMAT");
 	remove_dir(dir);

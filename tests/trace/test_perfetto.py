@@ -33,17 +33,19 @@ def fail(msg):
 
 def main():
     workload, prefix = sys.argv[1], sys.argv[2]
-    for ext in (".csv", ".json", ".wft", ".pftrace", ".wft.pftrace"):
+    for ext in (".csv", ".json", ".wft", ".pftrace", ".wft.pftrace", ".csv.pftrace"):
         if os.path.exists(prefix + ext):
             os.remove(prefix + ext)
+    # The runtime writes prefix.pftrace itself; weft-trace export makes one
+    # from the CSV and one from the .wft of the same run.
     r = subprocess.run([workload], env=dict(os.environ, WEFT_TRACE=prefix,
-                                            WEFT_TRACE_FORMAT="csv,wft"),
+                                            WEFT_TRACE_FORMAT="csv,wft,pftrace"),
                        capture_output=True, text=True, timeout=90)
     if r.returncode != 0 or not os.path.isfile(prefix + ".csv"):
         fail("trace_workload exited %d without %s.csv: %s%s"
              % (r.returncode, prefix, r.stdout, r.stderr))
-    r = subprocess.run([TOOL_PYTHON, TOOL, "export", prefix + ".csv", "-o", prefix + ".pftrace"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run([TOOL_PYTHON, TOOL, "export", prefix + ".csv", "-o",
+                        prefix + ".csv.pftrace"], capture_output=True, text=True, timeout=120)
     print(r.stdout + r.stderr, end="")
     if r.returncode != 0:
         fail("weft-trace export exited %d" % r.returncode)
@@ -52,9 +54,11 @@ def main():
                         prefix + ".wft.pftrace"], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         fail("weft-trace export of the .wft exited %d: %s" % (r.returncode, r.stderr))
-    with open(prefix + ".pftrace", "rb") as a, open(prefix + ".wft.pftrace", "rb") as b:
-        if a.read() != b.read():
-            fail("the exports of %s.csv and %s.wft differ" % (prefix, prefix))
+    for other in (".csv.pftrace", ".wft.pftrace"):
+        with open(prefix + ".pftrace", "rb") as a, open(prefix + other, "rb") as b:
+            if a.read() != b.read():
+                fail("%s.pftrace (the runtime's) and %s%s (weft-trace export's) differ"
+                     % (prefix, prefix, other))
 
     # The CSV: workers, ULT names, runs.
     workers, runs, unparks, names = set(), 0, 0, {}
@@ -77,7 +81,7 @@ def main():
     if not trace.packet[0].sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
         fail("the first packet does not clear the sequence's incremental state")
 
-    tracks, iids, flows, open_ = {}, {}, set(), {}
+    tracks, iids, flows, open_, names_seen = {}, {}, set(), {}, set()
     last_ts, slices, ended_flows, counters = 0, 0, 0, 0
     for i, p in enumerate(trace.packet):
         if p.trusted_packet_sequence_id != 1:
@@ -100,9 +104,14 @@ def main():
             fail("packet %d is on track %d, never described" % (i, te.track_uuid))
         if te.HasField("name_iid") and te.name_iid not in iids:
             fail("packet %d names iid %d, never interned" % (i, te.name_iid))
+        # A name is interned (name_iid) or the event's own (name: "ult ID").
+        name = te.name if te.HasField("name") else iids.get(te.name_iid)
         stack = open_.setdefault(te.track_uuid, [])
         if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
-            stack.append(iids[te.name_iid])
+            if not name:
+                fail("packet %d begins a slice without a name" % i)
+            stack.append(name)
+            names_seen.add(name)
             slices += 1
         elif te.type == pb.TrackEvent.TYPE_SLICE_END:
             if not stack:
@@ -129,11 +138,12 @@ def main():
     run_slices = slices - sum(1 for p in trace.packet
                               if p.HasField("track_event")
                               and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
+                              and not p.track_event.HasField("name")
                               and iids.get(p.track_event.name_iid) in ("idle", "sleep"))
     if run_slices != runs:
         fail("%d run slices for %d run rows" % (run_slices, runs))
     for ult, name in names.items():
-        if name not in iids.values():
+        if name not in names_seen:
             fail("ULT %d's name %r names no slice" % (ult, name))
     if len(flows) != unparks or not ended_flows or not counters:
         fail("%d flows for %d unparks, %d ended, %d counter values"
