@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "trace/export.h"
+#include "trace/idmap.h"
 #include "trace/perfetto.h"
 
 #define MAX_NOTES 20
@@ -114,101 +115,53 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* ---- a map from 64-bit keys to pointers (open addressing) ----------------- */
+/* ---- maps from ids to records (src/trace/idmap.h) ------------------------- */
 
+/* An idmap, and the value of key 0 (a row's ult or lock address column
+ * can be 0), which the idmap cannot hold. */
 typedef struct {
-	uint64_t *keys; /* 0: empty */
-	void **vals;
-	size_t cap, n;
+	wf_idmap_t m;
+	void *zero;
 } map_t;
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
-static void **map_slot(map_t *m, uint64_t key, int insert)
-{
-	if (insert && (m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		uint64_t *keys = xcalloc(cap, sizeof *keys);
-		void **vals = xcalloc(cap, sizeof *vals);
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->keys[i])
-				continue;
-			size_t j = hash64(m->keys[i]) & (cap - 1);
-			while (keys[j])
-				j = (j + 1) & (cap - 1);
-			keys[j] = m->keys[i];
-			vals[j] = m->vals[i];
-		}
-		free(m->keys);
-		free(m->vals);
-		m->keys = keys;
-		m->vals = vals;
-		m->cap = cap;
-	}
-	if (!m->cap)
-		return NULL;
-	size_t j = hash64(key) & (m->cap - 1);
-	while (m->keys[j] && m->keys[j] != key)
-		j = (j + 1) & (m->cap - 1);
-	if (!m->keys[j]) {
-		if (!insert)
-			return NULL;
-		m->keys[j] = key;
-		m->vals[j] = NULL;
-		m->n++;
-	}
-	return &m->vals[j];
-}
-
-/* Key 0 is kept beside the table (0 marks empty slots). */
-static void *zero_val;
 
 static void *map_get(map_t *m, uint64_t key)
 {
-	if (!key)
-		return zero_val;
-	void **s = map_slot(m, key, 0);
-	return s ? *s : NULL;
+	return key ? (void *)(uintptr_t)wf_idmap_get(&m->m, key) : m->zero;
 }
 
 static void map_put(map_t *m, uint64_t key, void *v)
 {
 	if (!key)
-		zero_val = v;
-	else
-		*map_slot(m, key, 1) = v;
+		m->zero = v;
+	else if (wf_idmap_put(&m->m, key, (uint64_t)(uintptr_t)v))
+		fail("out of memory");
 }
 
 static void map_del(map_t *m, uint64_t key)
 {
-	if (!key) {
-		zero_val = NULL;
-		return;
-	}
-	if (!m->cap)
-		return;
-	size_t mask = m->cap - 1, hole = hash64(key) & mask;
-	while (m->keys[hole] && m->keys[hole] != key)
-		hole = (hole + 1) & mask;
-	if (!m->keys[hole])
-		return;
-	/* Later entries of the probe run move up into the hole. */
-	for (size_t j = (hole + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
-		size_t home = hash64(m->keys[j]) & mask;
-		if (((j - home) & mask) >= ((j - hole) & mask)) {
-			m->keys[hole] = m->keys[j];
-			m->vals[hole] = m->vals[j];
-			hole = j;
-		}
-	}
-	m->keys[hole] = 0;
-	m->n--;
+	if (!key)
+		m->zero = NULL;
+	else
+		wf_idmap_take(&m->m, key);
+}
+
+/* Every value: slots 0..cap-1 of the idmap (NULL if empty), then key 0's. */
+static size_t map_slots(const map_t *m)
+{
+	return m->m.cap + 1;
+}
+
+static void *map_at(const map_t *m, size_t i)
+{
+	if (i == m->m.cap)
+		return m->zero;
+	return m->m.k[i] ? (void *)(uintptr_t)m->m.v[i] : NULL;
+}
+
+/* The key of a slot map_at gave a value for. */
+static uint64_t map_key(const map_t *m, size_t i)
+{
+	return i == m->m.cap ? 0 : m->m.k[i];
 }
 
 /* ---- the trace's metadata, and its rows ----------------------------------- */
@@ -1123,17 +1076,12 @@ static void print_summary(scan_t *s, int nbuckets, FILE *f)
 {
 	int64_t dur = duration(s);
 	/* A ULT stopped and never run again is blocked until the trace ends. */
-	for (size_t i = 0; i < s->ults.cap; i++) {
-		ult_t *u = s->ults.keys[i] ? s->ults.vals[i] : NULL;
+	for (size_t i = 0; i < map_slots(&s->ults); i++) {
+		ult_t *u = map_at(&s->ults, i);
 		if (u && u->stopped) {
 			add_blocked(s, u->reason, dur - u->since, u);
 			s->reasons[u->reason].open++;
 		}
-	}
-	if (zero_val && ((ult_t *)zero_val)->stopped) {
-		ult_t *u = zero_val;
-		add_blocked(s, u->reason, dur - u->since, u);
-		s->reasons[u->reason].open++;
 	}
 
 	fprintf(f, "{\"trace\": {");
@@ -1245,9 +1193,9 @@ static void print_summary(scan_t *s, int nbuckets, FILE *f)
 
 	/* The busiest ULTs: those alive at the end join the heap of the
 	 * ones that exited. */
-	for (size_t i = 0; i < s->ults.cap; i++)
-		if (s->ults.keys[i])
-			heap_offer(s, s->ults.vals[i]);
+	for (size_t i = 0; i < map_slots(&s->ults); i++)
+		if (map_at(&s->ults, i))
+			heap_offer(s, map_at(&s->ults, i));
 	qsort(s->heap, (size_t)s->nheap, sizeof *s->heap, cmp_ult);
 	fprintf(f, "\"ults_total\": %" PRIu64 ",\n\"ults\": [", s->n_ults);
 	for (int i = 0; i < s->nheap; i++) {
@@ -1309,11 +1257,11 @@ static void print_timeline(scan_t *s, FILE *f)
 	}
 	fprintf(f, ",\n\"names\": {");
 	int first = 1;
-	for (size_t i = 0; i < s->names.cap; i++) {
-		if (!s->names.keys[i])
+	for (size_t i = 0; i < map_slots(&s->names); i++) {
+		if (!map_at(&s->names, i))
 			continue;
-		fprintf(f, "%s\"%" PRIu64 "\": ", first ? "" : ", ", s->names.keys[i]);
-		json_str(f, s->names.vals[i]);
+		fprintf(f, "%s\"%" PRIu64 "\": ", first ? "" : ", ", map_key(&s->names, i));
+		json_str(f, map_at(&s->names, i));
 		first = 0;
 	}
 	fprintf(f, "},\n\"load\": ");

@@ -39,6 +39,7 @@
 
 #include "sched/sched.h"
 #include "trace/export.h"
+#include "trace/idmap.h"
 #include "trace/perfetto.h"
 
 #define FOREIGN_TID 1000
@@ -73,84 +74,32 @@ static const char *stop_detail(int code)
 /* ---- ULT table: id -> name and pending wake flow ------------------------- */
 
 typedef struct {
-	uint64_t id;   /* 0: empty slot */
 	uint64_t flow; /* id of a wake flow waiting for the ULT's next run, or 0 */
 	char name[WEFT_NAME_MAX];
 } ult_info_t;
 
-typedef struct {
-	ult_info_t *v;
-	size_t cap, n; /* cap: a power of two */
-} ult_table_t;
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* The entry of id, or NULL. */
-static ult_info_t *ult_find(ult_table_t *t, uint64_t id)
+static ult_info_t *ult_find(wf_idmap_t *t, uint64_t id)
 {
-	if (!t->cap)
-		return NULL;
-	size_t j = hash64(id) & (t->cap - 1);
-	while (t->v[j].id && t->v[j].id != id)
-		j = (j + 1) & (t->cap - 1);
-	return t->v[j].id ? &t->v[j] : NULL;
+	return (ult_info_t *)(uintptr_t)wf_idmap_get(t, id);
 }
 
 /* Forget id (a ULT that exited): the table holds the ULTs alive, not all
- * that ever were. Linear probing: later entries of the probe run move up
- * into the hole. */
-static void ult_del(ult_table_t *t, uint64_t id)
+ * that ever were. */
+static void ult_del(wf_idmap_t *t, uint64_t id)
 {
-	ult_info_t *u = ult_find(t, id);
-	if (!u)
-		return;
-	size_t mask = t->cap - 1, hole = (size_t)(u - t->v);
-	for (size_t j = (hole + 1) & mask; t->v[j].id; j = (j + 1) & mask) {
-		size_t home = hash64(t->v[j].id) & mask;
-		/* Move j into the hole unless its home lies in (hole, j]. */
-		if (((j - home) & mask) >= ((j - hole) & mask)) {
-			t->v[hole] = t->v[j];
-			hole = j;
-		}
-	}
-	t->v[hole].id = 0;
-	t->n--;
+	free((ult_info_t *)(uintptr_t)wf_idmap_take(t, id));
 }
 
 /* The entry of id (made if new), or NULL (ENOMEM). id != 0. */
-static ult_info_t *ult_get(ult_table_t *t, uint64_t id)
+static ult_info_t *ult_get(wf_idmap_t *t, uint64_t id)
 {
-	if (t->n * 2 >= t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		ult_info_t *v = calloc(cap, sizeof *v);
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < t->cap; i++) {
-			if (!t->v[i].id)
-				continue;
-			size_t j = hash64(t->v[i].id) & (cap - 1);
-			while (v[j].id)
-				j = (j + 1) & (cap - 1);
-			v[j] = t->v[i];
-		}
-		free(t->v);
-		t->v = v;
-		t->cap = cap;
+	ult_info_t *u = ult_find(t, id);
+	if (!u && (u = calloc(1, sizeof *u)) && wf_idmap_put(t, id, (uint64_t)(uintptr_t)u)) {
+		free(u);
+		u = NULL;
 	}
-	size_t j = hash64(id) & (t->cap - 1);
-	while (t->v[j].id && t->v[j].id != id)
-		j = (j + 1) & (t->cap - 1);
-	if (!t->v[j].id) {
-		t->v[j].id = id;
-		t->n++;
-	}
-	return &t->v[j];
+	return u;
 }
 
 /* ---- the file's chunks ------------------------------------------------------ */
@@ -203,9 +152,9 @@ typedef struct {
 	FILE *json, *csv;
 	wf_pftrace_t *pf; /* the Perfetto writer, if the sink has a file for it */
 	const wf_trace_sink_t *sink;
-	ult_table_t ults;
-	uint64_t flows; /* last flow id */
-	int first;      /* no JSON event written yet */
+	wf_idmap_t ults; /* ULT id -> ult_info_t * */
+	uint64_t flows;  /* last flow id */
+	int first;       /* no JSON event written yet */
 	int pid;
 	int oom;
 	int bad; /* a chunk cannot be read, or ends inside a record */
@@ -769,6 +718,9 @@ out:
 		free(st[i].buf);
 	}
 	free(st);
-	free(o.ults.v);
+	for (size_t i = 0; i < o.ults.cap; i++)
+		if (o.ults.k[i])
+			free((ult_info_t *)(uintptr_t)o.ults.v[i]);
+	wf_idmap_free(&o.ults);
 	return e;
 }

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/idmap.h"
 #include "trace/perfetto.h"
 
 /* TracePacket, TrackEvent, TrackDescriptor and friends: the field numbers
@@ -88,12 +89,7 @@ typedef struct {
 	size_t n, cap;
 } buf_t;
 
-/* ---- a map from 64-bit keys to 64-bit values, and one from names ------- */
-
-typedef struct {
-	uint64_t *k, *v; /* k 0: empty */
-	size_t cap, n;
-} map_t;
+/* ---- a map from names to iids --------------------------------------------- */
 
 typedef struct {
 	char **k; /* NULL: empty */
@@ -112,12 +108,12 @@ struct wf_pftrace {
 	int pid, oom, first;
 	uint64_t packets, flow, last_ts;
 	buf_t pkt, body, tmp;
-	map_t flows;    /* ULT -> flow id of its unpark, ended at its next run */
-	map_t names;    /* ULT -> (char *) its name */
-	smap_t iids;    /* interned event name -> iid */
-	worker_t *w;    /* by worker; the foreign threads at index nw */
-	int nw;         /* entries for workers 0..nw-1 */
-	worker_t other; /* the threads that are not workers */
+	wf_idmap_t flows; /* ULT -> flow id of its unpark, ended at its next run */
+	wf_idmap_t names; /* ULT -> (char *) its name */
+	smap_t iids;      /* interned event name -> iid */
+	worker_t *w;      /* by worker; the foreign threads at index nw */
+	int nw;           /* entries for workers 0..nw-1 */
+	worker_t other;   /* the threads that are not workers */
 	int nbusy;
 };
 
@@ -197,94 +193,12 @@ static void wrap(wf_pftrace_t *p, buf_t *b, size_t from, unsigned field)
 	b->n += h.n;
 }
 
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
 	while (*s)
 		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
 	return h;
-}
-
-/* The slot of k (0 < k), or where it would go. */
-static size_t map_find(const map_t *m, uint64_t k)
-{
-	size_t j = hash64(k) & (m->cap - 1);
-	while (m->k[j] && m->k[j] != k)
-		j = (j + 1) & (m->cap - 1);
-	return j;
-}
-
-static int map_grow(map_t *m)
-{
-	if ((m->n + 1) * 2 <= m->cap)
-		return 0;
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	map_t n = {calloc(cap, sizeof *n.k), calloc(cap, sizeof *n.v), cap, m->n};
-	if (!n.k || !n.v) {
-		free(n.k);
-		free(n.v);
-		return -1;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->k[i])
-			continue;
-		size_t j = map_find(&n, m->k[i]);
-		n.k[j] = m->k[i];
-		n.v[j] = m->v[i];
-	}
-	free(m->k);
-	free(m->v);
-	*m = n;
-	return 0;
-}
-
-static uint64_t map_get(const map_t *m, uint64_t k)
-{
-	if (!m->cap || !k)
-		return 0;
-	size_t j = map_find(m, k);
-	return m->k[j] ? m->v[j] : 0;
-}
-
-static int map_put(map_t *m, uint64_t k, uint64_t v)
-{
-	if (!k || map_grow(m))
-		return -1;
-	size_t j = map_find(m, k);
-	m->n += !m->k[j];
-	m->k[j] = k;
-	m->v[j] = v;
-	return 0;
-}
-
-/* Remove k; its value (0 if absent). */
-static uint64_t map_take(map_t *m, uint64_t k)
-{
-	if (!m->cap || !k)
-		return 0;
-	size_t mask = m->cap - 1, hole = map_find(m, k);
-	if (!m->k[hole])
-		return 0;
-	uint64_t v = m->v[hole];
-	for (size_t j = (hole + 1) & mask; m->k[j]; j = (j + 1) & mask) {
-		size_t home = hash64(m->k[j]) & mask;
-		if (((j - home) & mask) >= ((j - hole) & mask)) {
-			m->k[hole] = m->k[j];
-			m->v[hole] = m->v[j];
-			hole = j;
-		}
-	}
-	m->k[hole] = 0;
-	m->n--;
-	return v;
 }
 
 /* The iid of name, interning it (*fresh = 1) if new; 0 if the table is
@@ -549,10 +463,10 @@ void wf_pftrace_row(wf_pftrace_t *p, const wf_trace_row_t *r)
 		p->last_ts = ts;
 	uint64_t uuid = track(p, w);
 	if (*r->name && ult) {
-		char *old = (char *)(uintptr_t)map_get(&p->names, ult);
+		char *old = (char *)(uintptr_t)wf_idmap_get(&p->names, ult);
 		if (!old || strcmp(old, r->name)) {
 			char *n = strdup(r->name);
-			if (!n || map_put(&p->names, ult, (uint64_t)(uintptr_t)n)) {
+			if (!n || wf_idmap_put(&p->names, ult, (uint64_t)(uintptr_t)n)) {
 				free(n);
 				p->oom = 1;
 			} else {
@@ -562,8 +476,8 @@ void wf_pftrace_row(wf_pftrace_t *p, const wf_trace_row_t *r)
 	}
 	if (!strcmp(ev, "run")) {
 		close_slices(p, w, ts, 0); /* the loop (idle, sleep) or a run left open */
-		uint64_t end = map_take(&p->flows, ult);
-		const char *named = (const char *)(uintptr_t)map_get(&p->names, ult);
+		uint64_t end = wf_idmap_take(&p->flows, ult);
+		const char *named = (const char *)(uintptr_t)wf_idmap_get(&p->names, ult);
 		char name[32];
 		if (!named) {
 			snprintf(name, sizeof name, "ult %" PRIu64, ult);
@@ -586,8 +500,8 @@ void wf_pftrace_row(wf_pftrace_t *p, const wf_trace_row_t *r)
 		close_slices(p, w, ts, S_RUN);
 		set_busy(p, ts, w, 0);
 		if (!strcmp(r->detail, "exit")) {
-			free((char *)(uintptr_t)map_take(&p->names, ult));
-			map_take(&p->flows, ult);
+			free((char *)(uintptr_t)wf_idmap_take(&p->names, ult));
+			wf_idmap_take(&p->flows, ult);
 		}
 	} else if (!strcmp(ev, "idle")) {
 		close_slices(p, w, ts, 0);
@@ -606,7 +520,7 @@ void wf_pftrace_row(wf_pftrace_t *p, const wf_trace_row_t *r)
 		close_slices(p, w, ts, S_SLEEP);
 	} else if (!strcmp(ev, "unpark")) {
 		/* Woken twice before it ran: the newer flow wins. */
-		if (map_put(&p->flows, ult, ++p->flow))
+		if (wf_idmap_put(&p->flows, ult, ++p->flow))
 			p->oom |= ult != 0;
 		arg_t a[] = {{"ult", (int64_t)ult}};
 		event(p, ts, uuid, INSTANT, "unpark", p->flow, 0, a, 1);
@@ -649,10 +563,8 @@ int wf_pftrace_close(wf_pftrace_t *p, uint64_t *packets)
 			free((char *)(uintptr_t)p->names.v[i]);
 	for (size_t i = 0; i < p->iids.cap; i++)
 		free(p->iids.k[i]);
-	free(p->names.k);
-	free(p->names.v);
-	free(p->flows.k);
-	free(p->flows.v);
+	wf_idmap_free(&p->names);
+	wf_idmap_free(&p->flows);
 	free(p->iids.k);
 	free(p->iids.v);
 	free(p->w);
