@@ -148,6 +148,15 @@ class WftRead(unittest.TestCase):
             self.assertIn("500,0,stop,1,,0,0,yield", f.read())
         r = run_tool("check", os.path.join(d, "t.json"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # check given the .wft reads the JSON beside it ...
+        r = run_tool("check", src)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("t.json", r.stdout)
+        # ... and without one says how to make it.
+        os.remove(os.path.join(d, "t.json"))
+        r = run_tool("check", src)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("weft-trace convert", r.stderr)
         # The prefix finds the .wft; check names the JSON beside a .wft.
         r = run_tool("summary", os.path.join(d, "t"))
         self.assertEqual(r.returncode, 0, r.stderr)
