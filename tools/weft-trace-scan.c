@@ -814,7 +814,7 @@ static void meta_line(meta_t *m, const char *body)
 	else if (!strcmp(key, "sched"))
 		snprintf(m->sched, sizeof m->sched, "%s", v);
 	else if (!strcmp(key, "clock"))
-		snprintf(m->clock, sizeof m->clock, "%s", v);
+		snprintf(m->clock, sizeof m->clock, "%.31s", v); /* "tsc" or "monotonic" */
 	else if (!strcmp(key, "pid") && num) {
 		m->pid = n;
 		m->has_pid = 1;
@@ -1137,7 +1137,8 @@ static void print_summary(scan_t *s, int nbuckets, FILE *f)
 
 	/* Locks, most waited-for first, with contended acquisitions per bucket. */
 	double width = dur > 0 ? (double)dur / nbuckets : 1;
-	qsort(s->lock_list, s->nlocks, sizeof *s->lock_list, cmp_lock);
+	if (s->nlocks) /* qsort's base may not be NULL, even for 0 entries */
+		qsort(s->lock_list, s->nlocks, sizeof *s->lock_list, cmp_lock);
 	uint64_t *buckets = xcalloc((size_t)nbuckets, sizeof *buckets);
 	fprintf(f, "\"locks\": [");
 	for (size_t i = 0; i < s->nlocks; i++) {
