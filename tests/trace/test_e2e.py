@@ -150,6 +150,28 @@ class EndToEnd(unittest.TestCase):
         self.assertLessEqual(per_row, 16.0)
         self.assertLess(os.path.getsize(PREFIX + ".wft"), os.path.getsize(PREFIX + ".csv") / 2)
 
+    def test_json_alone_gives_the_same_figures(self):
+        # The JSON read by itself (no CSV or .wft beside it): the same
+        # figures, but for what the JSON does not hold (rows that are not
+        # slices or instants, the other threads' wakes).
+        d = os.path.dirname(PREFIX)
+        alone = os.path.join(d, os.path.basename(PREFIX) + "-alone.json")
+        with open(PREFIX + ".json", "rb") as a, open(alone, "wb") as b:
+            b.write(a.read())
+        try:
+            s = run_tool("summary", "--json", "--top", "1000", alone)
+            self.assertEqual(s.returncode, 0, s.stderr)
+            rep = json.loads(s.stdout)
+        finally:
+            os.remove(alone)
+        want = json.loads(json.dumps(self.rep))
+        for r in (rep, want):
+            for key in ("path", "rows", "foreign_rows"):
+                r["trace"].pop(key)
+            for w in r["workers"]:
+                w.pop("unparks")
+        self.assertEqual(rep, want)
+
     def test_text_summary(self):
         r = run_tool("summary", PREFIX + ".csv")
         self.assertEqual(r.returncode, 0, r.stderr)

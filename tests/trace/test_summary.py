@@ -220,15 +220,14 @@ class SummaryText(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("program fixture", r.stdout)
 
-    def test_a_json_without_its_csv_names_the_csv(self):
+    def test_a_json_not_from_weft(self):
         d = temp_dir(self)
         path = os.path.join(d, "out.json")
         with open(path, "w") as f:
             f.write('{"traceEvents": []}')
         r = run_tool("summary", path)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-        self.assertIn("is the JSON trace", r.stderr)
-        self.assertIn(os.path.join(d, "out.csv"), r.stderr)
+        self.assertIn("is not a JSON trace weft wrote", r.stderr)
 
 
 class SummaryRobustness(unittest.TestCase):
@@ -298,12 +297,31 @@ class SummaryRobustness(unittest.TestCase):
         self.assertIn("is not a weft trace CSV", r.stderr)
         self.assertEqual(r.stdout, "")
 
-    def test_json_given_to_summary(self):
-        # No valid.csv beside it: the message says which file summary reads.
-        r = run_tool("summary", fixture("valid.json"))
+    def test_json_alone(self):
+        # No valid.csv beside it: the JSON's slices and instants are read as
+        # the rows they were made from. valid.json holds part of basic.csv's
+        # run: worker 1 whole, and the first contended lock.
+        rep = summary_json(fixture("valid.json"))
+        w1 = rep["workers"][1]
+        self.assertEqual((w1["busy_ns"], w1["scheduler_ns"], w1["idle_ns"], w1["runs"],
+                          w1["steals"], w1["sleeps"]), (900, 2200, 6900, 1, 1, 1))
+        self.assertEqual(rep["trace"]["path"], fixture("valid.json"))
+        self.assertEqual(rep["trace"]["duration_ns"], 10000)
+        lk = rep["locks"][0]
+        self.assertEqual((lk["address"], lk["contended"], lk["wait_total_ns"]), ("0x1000", 1, 1100))
+        self.assertEqual(rep["ults_total"], 3)
+        self.assertEqual(rep["notes"], [])
+
+    def test_not_json(self):
+        path = write_temp(self, "t.json", '{"otherData": {"weft_version": "1"}, "traceEvents": [')
+        r = run_tool("summary", path)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("is the JSON trace", r.stderr)
-        self.assertIn("valid.csv", r.stderr)
+        self.assertIn("is not JSON", r.stderr)
+        path = write_temp(self, "t.json", '{"otherData": {"weft_version": "1"}, "traceEvents": '
+                          '[{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "ult", "args": {}}]}')
+        r = run_tool("summary", path)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("an event weft-trace cannot read", r.stderr)
 
     def test_bad_row(self):
         path = write_temp(self, "t.csv", CSV_HEADER + "0,0,run,1,,-1,0,\nx,0,stop,1,,0,0,yield\n")
