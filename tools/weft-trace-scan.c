@@ -968,13 +968,26 @@ static void read_trace(scan_t *s, const char *path, row_fn fn)
 	if (is_wft(path)) {
 		wf_trace_meta_t wm;
 		int e = wf_trace_read_meta(path, &wm);
-		if (e)
+		/* EPROTO here: no (readable) meta chunk. The walk tells a trace
+		 * whose program died, which it reads, from a damaged one. */
+		if (e && e != EPROTO)
 			fail("%s: %s", path, errtext(e));
-		meta_from_wft(&s->meta, &wm);
+		int unfinished = e != 0;
+		if (!unfinished)
+			meta_from_wft(&s->meta, &wm);
 		wft_ctx_t c = {s, fn};
-		wf_trace_sink_t sink = {.row = wft_row, .ctx = &c};
+		wf_trace_sink_t sink = {.row = wft_row, .ctx = &c, .unfinished_ok = 1};
 		if ((e = wf_trace_export(path, &sink, &wm)))
 			fail("%s: %s", path, errtext(e));
+		if (unfinished) {
+			meta_from_wft(&s->meta, &wm);
+			s->meta.duration = -1;
+			s->meta.has_pid = 0;
+			note(s,
+			     "unfinished trace: its program died while tracing (no meta chunk), so "
+			     "times are raw clock readings (TSC ticks on x86-64) since its first "
+			     "record, and what its workers had not flushed is missing");
+		}
 		return;
 	}
 	FILE *f = fopen(path, "r");
@@ -1406,7 +1419,7 @@ int main(int argc, char **argv)
 		if (!is_wft(path))
 			fail("%s is not a .wft trace (csv and json convert weft's own format)",
 			     path);
-		wf_trace_sink_t sink = {0};
+		wf_trace_sink_t sink = {.unfinished_ok = 1};
 		if (!strcmp(cmd, "csv"))
 			sink.csv = stdout;
 		else

@@ -521,10 +521,14 @@ typedef struct {
 	size_t nchunks;
 	char *meta; /* the meta chunk's bytes, or NULL */
 	uint32_t meta_n;
+	int torn; /* the file ends inside a chunk */
 } file_t;
 
 /* Open path, read its header and index its chunks (checking their
- * framing), and read the meta chunk. */
+ * framing), and read the meta chunk. A file without one is a trace whose
+ * program died while tracing: its last chunk may be cut off (torn), and
+ * then is left out. 0 (f->meta NULL for such a file), or an errno value:
+ * EPROTO for a file that is not a weft trace, or is damaged. */
 static int file_open(const char *path, file_t *f)
 {
 	memset(f, 0, sizeof *f);
@@ -541,8 +545,10 @@ static int file_open(const char *path, file_t *f)
 	for (uint64_t off = sizeof fh; off < size;) {
 		wf_trace_chunk_hdr_t h;
 		if (size - off < sizeof h || pread_all(f->fd, &h, sizeof h, off) ||
-		    h.magic != WF_TRACE_CHUNK_MAGIC || size - off - sizeof h < h.n)
-			return EPROTO;
+		    h.magic != WF_TRACE_CHUNK_MAGIC || size - off - sizeof h < h.n) {
+			f->torn = 1; /* an error, unless there is no meta chunk */
+			break;
+		}
 		off += sizeof h;
 		if (h.stream == WF_TRACE_STREAM_META) {
 			free(f->meta);
@@ -563,7 +569,7 @@ static int file_open(const char *path, file_t *f)
 		}
 		off += h.n;
 	}
-	return f->meta ? 0 : EPROTO;
+	return f->meta && f->torn ? EPROTO : 0;
 }
 
 static void file_close(file_t *f)
@@ -601,6 +607,8 @@ static int meta_parse(const file_t *f, wf_trace_meta_t *m)
 {
 	char v[64];
 	memset(m, 0, sizeof *m);
+	if (!f->meta)
+		return EPROTO;
 	meta_get(f, "version", m->version, sizeof m->version);
 	meta_get(f, "program", m->program, sizeof m->program);
 	meta_get(f, "sched", m->sched, sizeof m->sched);
@@ -639,8 +647,22 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 	int nstreams = 0;
 	file_t f;
 	int e = file_open(path, &f);
-	if (!e)
+	int unfinished = !e && !f.meta;
+	if (unfinished && sink->unfinished_ok) {
+		/* No meta chunk: the workers are the streams there are; times
+		 * stay raw clock readings, counted from the first record. */
+		memset(m, 0, sizeof *m);
+		snprintf(m->version, sizeof m->version, "?");
+		snprintf(m->program, sizeof m->program, "?");
+		snprintf(m->clock, sizeof m->clock, "raw");
+		m->ns_per_tick = 1;
+		m->workers = 1;
+		for (size_t i = 0; i < f.nchunks; i++)
+			if (f.chunks[i].stream >= m->workers && f.chunks[i].stream < (1 << 16))
+				m->workers = f.chunks[i].stream + 1;
+	} else if (!e) {
 		e = meta_parse(&f, m);
+	}
 	if (e)
 		goto out;
 	nstreams = m->workers + 1;
@@ -679,6 +701,8 @@ int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta
 	for (int i = 0; i < nstreams; i++) {
 		st[i].tid = i < m->workers ? i : FOREIGN_TID;
 		advance(&o, &st[i]);
+		if (unfinished && st[i].has_next && (!o.t0 || st[i].next.ts < o.t0))
+			o.t0 = m->t0 = st[i].next.ts;
 	}
 
 	if (sink->pftrace && !(o.pf = wf_pftrace_open(sink->pftrace, m->pid, m->program))) {

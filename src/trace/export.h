@@ -43,6 +43,10 @@ typedef struct {
 	FILE *json, *csv, *pftrace;
 	void (*row)(void *ctx, const wf_trace_row_t *r);
 	void *ctx;
+	/* Read a trace whose program died while tracing (no meta chunk, its
+	 * last chunk perhaps cut off): what is there, with times in the raw
+	 * clock's units from its first record, clock "raw". */
+	int unfinished_ok;
 } wf_trace_sink_t;
 
 /* Read the meta chunk of the trace file at path into m. 0, or an errno
@@ -51,7 +55,7 @@ WF_TRACE_API int wf_trace_read_meta(const char *path, wf_trace_meta_t *m);
 
 /* Walk the trace file at path in time order into sink (its meta in m, as
  * wf_trace_read_meta). 0, or an errno value (EPROTO: not a weft trace, a
- * damaged one, or one without its meta chunk). */
+ * damaged one, or one without its meta chunk unless sink->unfinished_ok). */
 WF_TRACE_API int wf_trace_export(const char *path, const wf_trace_sink_t *sink, wf_trace_meta_t *m);
 
 #endif
