@@ -409,7 +409,7 @@ static void add_blocked(scan_t *s, int reason, int64_t d, ult_t *u)
 	reason_t *r = &s->reasons[reason];
 	r->count++;
 	r->total += d;
-	if (strcmp(r->name, "yield"))
+	if (strcmp(r->name, "yield") && strcmp(r->name, "preempted")) /* ready, not blocked */
 		u->blocked += (uint64_t)d;
 }
 

@@ -129,6 +129,29 @@ class SummaryBlocked(unittest.TestCase):
         self.assertEqual(rep["lock_share"]["share"], 0.0)  # sem is not a lock wait
 
 
+class SummaryPreempted(unittest.TestCase):
+    """A preempted ULT is ready, not blocked: its wait counts as a yield's."""
+
+    def test_preempted_is_ready(self):
+        path = write_temp(self, "t.csv", "# workers=1\n# duration_ns=400\n" + CSV_HEADER +
+                          "0,0,run,1,,-1,0,\n"
+                          "100,0,stop,1,,0,0,preempted\n"
+                          "100,0,run,2,,-1,0,\n"
+                          "200,0,stop,2,,4096,0,mutex\n"
+                          "200,0,run,1,,0,0,\n"
+                          "300,0,stop,1,,0,0,exit\n"
+                          "300,0,run,2,,0,0,\n"
+                          "400,0,stop,2,,0,0,exit\n")
+        rep = summary_json(path)
+        ults = {u["ult"]: u for u in rep["ults"]}
+        self.assertEqual((ults[1]["blocked_ns"], ults[2]["blocked_ns"]), (0, 100))
+        self.assertEqual(rep["blocked"]["preempted"]["total_ns"], 100)
+        self.assertEqual(rep["workers"][0]["yields"], 1)
+        r = run_tool("summary", path)
+        self.assertIn("ready after preemption", r.stdout)
+        self.assertNotIn("blocked in preempted", r.stdout)
+
+
 class SummaryLocks(unittest.TestCase):
     """Per-lock contention: counts, waits, and counts per time bucket."""
 
