@@ -4,11 +4,12 @@
  *   WEFT_TRACE=path (or weft_config_t.trace) names the trace; a trailing
  *   ".json", ".csv", ".wft", ".pftrace" or ".perfetto-trace" is dropped and
  *   "%p" becomes the process id, giving a base B. While the program runs,
- *   records go to B.raw, a file in weft's own format (codec.h). When the runtime stops (weft_shutdown,
- *   or exit() with the runtime running) its meta chunk is appended, and it
- *   becomes the formats asked for (WEFT_TRACE_FORMAT, a comma-separated
- *   list; without it, "wft" for a path ending in ".wft", "pftrace" for one
- *   ending in ".pftrace" or ".perfetto-trace", else "json,csv"):
+ *   records go to B.raw, a file in weft's own format (codec.h). When the
+ *   runtime stops (weft_shutdown, or exit() with the runtime running) its
+ *   meta chunk is appended, and it becomes the formats asked for
+ *   (WEFT_TRACE_FORMAT, a comma-separated list; without it, "wft" for a
+ *   path ending in ".wft", "pftrace" for one ending in ".pftrace" or
+ *   ".perfetto-trace", else "json,csv"):
  *     wft      B.wft, the file itself, renamed: compact, written as the
  *              program runs, read by weft-trace
  *     json     B.json, Chrome Trace Event format, for Perfetto (export.c)
@@ -119,7 +120,7 @@ static struct {
 	char *base;   /* B */
 	char *raw;    /* B.raw */
 	int formats;  /* WF_TRACE_FMT_* */
-	uint8_t *enc; /* the flusher's buffer for one encoded chunk */
+	uint8_t *enc; /* one encoded chunk: whoever holds `writing` uses it */
 	pid_t pid;    /* the process tracing: a forked child has no flusher */
 } tr;
 
