@@ -308,8 +308,12 @@ static int flush_one(void)
 {
 	wf_spin_lock(&tr.lock);
 	wf_trace_chunk_t *c = tr.queue_head;
-	if (c && !(tr.queue_head = c->next))
-		tr.queue_tail = NULL;
+	if (c) {
+		/* Stored atomically: wf_trace_help peeks at it unlocked. */
+		__atomic_store_n(&tr.queue_head, c->next, __ATOMIC_RELAXED);
+		if (!c->next)
+			tr.queue_tail = NULL;
+	}
 	wf_spin_unlock(&tr.lock);
 	if (!c)
 		return 0;
@@ -384,7 +388,7 @@ wf_trace_ev_t *wf_trace_refill(wf_trace_stream_t *s)
 		if (tr.queue_tail)
 			tr.queue_tail->next = full;
 		else
-			tr.queue_head = full;
+			__atomic_store_n(&tr.queue_head, full, __ATOMIC_RELAXED); /* as flush_one */
 		tr.queue_tail = full;
 	}
 	stream_take(s, chunk_get_locked());
