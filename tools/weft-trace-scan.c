@@ -639,7 +639,7 @@ static void summary_event(scan_t *s, const row_t *r)
 			u->stopped = 1;
 			u->reason = reason_of(s, how);
 			u->since = r->t;
-		} else if (!s->timeline) {
+		} else {
 			/* It is done: rank it and forget it. */
 			map_del(&s->ults, u->id);
 			heap_offer(s, u);
