@@ -35,6 +35,23 @@
  * unpark exchange that finds PARKED, nobody may touch it; after that, only
  * that unparker, until it has queued the ULT.
  *
+ * Two cheaper forms for a wait's parker (src/sync/wait.c), which exactly
+ * one party - whoever took the waiter out of its queue - unparks:
+ *
+ *   wf_park_unlock  a ULT parks while it holds its queue's lock, which
+ *                   that party must take first; the next context commits
+ *                   EMPTY -> PARKED with a store and only then releases
+ *                   the lock (sched.c, WF_AFTER_PARK): no unpark can come
+ *                   in between, so the commit needs no CAS. (Go's gopark
+ *                   with an unlock function does the same.) The lock is
+ *                   held across one switch; the decision in it defers its
+ *                   timer checks, whose fire functions take such locks,
+ *                   to the release (pick_next).
+ *   wf_unpark_sole  the one party finds a ULT's parker PARKED: nobody
+ *                   else can move it now, so a store EMPTY takes it.
+ *                   Not for a foreign owner, which moves its own word
+ *                   PARKED -> EMPTY when its wait times out.
+ *
  * Where a parker lives: a ULT's own one in its descriptor (weft_park), a
  * foreign thread's in thread-local storage, and a wait-on-address waiter's
  * on the waiter's stack (src/sync/wait.c). A parker on a stack is safe
@@ -170,6 +187,27 @@ void wf_unpark(wf_parker_t *p)
 	 * what it published, is ordered before the parked thread runs again. */
 	atomic_exchange_explicit(&p->state, WF_PARK_EMPTY, memory_order_acq_rel);
 	resume(p, u);
+}
+
+void wf_park_unlock(wf_parker_t *p, wf_spinlock_t *l)
+{
+	wf_worker_t *w = wf_worker_self();
+	WF_ASSERT(p->ult && p->ult == w->current);
+	WF_OWNER_ADD(&w->n_parks, 1);
+	w->prev_parker = p;
+	w->prev_unlock = l;
+	wf_block(w, p->ult, WF_AFTER_PARK);
+}
+
+void wf_unpark_sole(wf_parker_t *p)
+{
+	wf_ult_t *u = p->ult; /* read first, as in wf_unpark */
+	if (u && atomic_load_explicit(&p->state, memory_order_acquire) == WF_PARK_PARKED) {
+		atomic_store_explicit(&p->state, WF_PARK_EMPTY, memory_order_relaxed);
+		resume(p, u);
+		return;
+	}
+	wf_unpark(p);
 }
 
 /* Park the calling ULT (on its parker `mine`) and unpark p's owner - the

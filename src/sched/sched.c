@@ -31,7 +31,10 @@
  *     REQUEUE  queue it behind everything ready (yield);
  *     PARK     commit the park (on w->prev_parker, the ULT's own parker or
  *              a waiter's): CAS parker EMPTY->PARKED, or, if an unpark
- *              came in meanwhile (NOTIFIED), consume it and requeue;
+ *              came in meanwhile (NOTIFIED), consume it and requeue. A
+ *              wait that parks holding its queue's lock (wf_park_unlock,
+ *              park.c) has no such race: a store commits, and the lock
+ *              is released after it (w->prev_unlock);
  *     JOIN     register it as the joiner of its target (CAS NONE->joiner),
  *              or requeue it if the target already exited (join.c);
  *     EXIT     publish the exit to a joiner, or free a detached ULT (join.c).
@@ -325,18 +328,30 @@ static void take_mail(wf_worker_t *w)
 
 /* The next ready ULT for w without waiting or stealing; NULL if none.
  * Called only by w's owner. */
+/* A busy worker's look, once in 16 decisions, at what else may have work
+ * for it: expired timers make their ULTs runnable (timer.c); an install may
+ * be waiting (policy.c); descriptors may be ready for ULTs parked on the
+ * poller (src/io). Called only by w's owner. */
+static void maintain(wf_worker_t *w)
+{
+	if (unlikely(wf_timers_next(&w->timers) != UINT64_MAX))
+		wf_timers_poll(&w->timers, wf_now_ns());
+	wf_sched_poll(w);
+	if (unlikely(atomic_load_explicit(&wf_poll_waiting, memory_order_relaxed)))
+		poll_io(wf_now_ns(), POLL_GAP_BUSY);
+}
+
 static wf_ult_t *pick_next(wf_worker_t *w)
 {
 	uint32_t tick = ++w->tick;
 	if ((tick & 15) == 0) {
-		/* Expired timers make their ULTs runnable (timer.c); an install
-		 * may be waiting (policy.c). */
-		if (unlikely(wf_timers_next(&w->timers) != UINT64_MAX))
-			wf_timers_poll(&w->timers, wf_now_ns());
-		wf_sched_poll(w);
-		/* Descriptors ready for ULTs parked on the poller (src/io). */
-		if (unlikely(atomic_load_explicit(&wf_poll_waiting, memory_order_relaxed)))
-			poll_io(wf_now_ns(), POLL_GAP_BUSY);
+		/* A ULT parking under a wait queue's lock (wf_park_unlock)
+		 * still holds it, and a timer's fire function takes such
+		 * locks: then the look waits for the lock's release. */
+		if (unlikely(w->prev_unlock))
+			w->maint_owed = 1;
+		else
+			maintain(w);
 	}
 	if (unlikely(!wf_mpfifo_empty(&w->inbox)) ||
 	    (tick % 61 == 0 && unlikely(!wf_mpfifo_empty(&wf_rt.global))))
@@ -416,6 +431,22 @@ void wf_after_switch(wf_worker_t *w)
 	case WF_AFTER_PARK: {
 		wf_parker_t *pk = w->prev_parker;
 		WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_PARKED);
+		wf_spinlock_t *l = w->prev_unlock;
+		if (l) {
+			/* wf_park_unlock: no unpark can come before l is free,
+			 * so a store commits; the release publishes it, and p's
+			 * context, to whoever takes l next. */
+			w->prev_unlock = NULL;
+			WF_ASSERT(atomic_load_explicit(&pk->state, memory_order_relaxed) ==
+				  WF_PARK_EMPTY);
+			atomic_store_explicit(&pk->state, WF_PARK_PARKED, memory_order_relaxed);
+			wf_spin_unlock(l);
+			if (unlikely(w->maint_owed)) {
+				w->maint_owed = 0;
+				maintain(w);
+			}
+			break;
+		}
 		int e = WF_PARK_EMPTY;
 		if (!atomic_compare_exchange_strong_explicit(&pk->state, &e, WF_PARK_PARKED,
 							     memory_order_acq_rel,

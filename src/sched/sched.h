@@ -86,6 +86,10 @@ typedef struct wf_worker {
 	wf_ult_t *prev;                    /* the ULT that just switched away ... */
 	int prev_action;                   /* ... and what to do with it (enum wf_after) */
 	wf_parker_t *prev_parker;          /* ... and for WF_AFTER_PARK, the parker to commit */
+	wf_spinlock_t *prev_unlock;        /* ... and the lock it held across the switch, to
+	                                      release after the commit (wf_park_unlock), or NULL */
+	int maint_owed;                    /* a decision's timer and poller checks were put off
+	                                      until that lock is released (pick_next) */
 	wf_ctx_t loop_ctx;                 /* the scheduler loop: runs when no ULT can */
 	const weft_sched_ops_t *sched_ops; /* the scheduler it runs (policy.c) ... */
 	void *sched_state;                 /* ... and its state */
@@ -350,6 +354,11 @@ static inline int wf_mpfifo_empty(const wf_mpfifo_t *f)
 /* Park/unpark (park.c). */
 WF_HIDDEN void wf_park(wf_parker_t *p);
 WF_HIDDEN void wf_unpark(wf_parker_t *p);
+/* The calling ULT parks on p (EMPTY) while it holds l, which every
+ * unparker of p takes first; l is released once the ULT is parked. */
+WF_HIDDEN void wf_park_unlock(wf_parker_t *p, wf_spinlock_t *l);
+/* wf_unpark for a parker that only the caller may unpark now (park.c). */
+WF_HIDDEN void wf_unpark_sole(wf_parker_t *p);
 WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);
 /* A foreign thread parks on p until unparked (0), until deadline_ns passes
  * (ETIMEDOUT; 0: none) or, if intr, until a signal handler ran on it

@@ -299,6 +299,8 @@ void wf_workers_forked(wf_worker_t *kept)
 			w->current = w->prev = NULL;
 			w->prev_action = WF_AFTER_NONE;
 			w->prev_parker = NULL;
+			w->prev_unlock = NULL;
+			w->maint_owed = 0;
 			w->carrier = NULL;
 			w->slots.n = 0;
 			w->stacks.n = 0;

@@ -48,7 +48,13 @@
  *
  * Exactly one party moves it out of QUEUED, under the bucket lock, and that
  * party - unless it is the waiter itself - owes the waiter exactly one
- * unpark. The waiter returns only after it has consumed that token, so the
+ * unpark (wf_unpark_sole: being the only one, it needs no RMW once the
+ * waiter is parked). A ULT that waits without a deadline parks still
+ * holding the bucket lock, released only after its park committed
+ * (wf_park_unlock, park.c), so its remover always finds it parked and
+ * neither side pays a CAS; a deadline's timer takes bucket locks from
+ * inside scheduling decisions, so a timed wait releases the lock first
+ * and parks the ordinary way. The waiter returns only after it has consumed that token, so the
  * remover may use the waiter until its unpark (park.c explains why the
  * unpark itself is safe against the waiter's frame going away). Nothing
  * else unparks a waiter's parker: weft_unpark tokens go to the ULT's own
@@ -171,7 +177,7 @@ static void unpark_chain(wf_waiter_t *c)
 {
 	while (c) {
 		wf_waiter_t *next = c->chain;
-		wf_unpark(&c->parker);
+		wf_unpark_sole(&c->parker);
 		c = next;
 	}
 }
@@ -276,7 +282,11 @@ again:
 		rc = ECANCELED; /* found by weft_cancel like a signal (see above) */
 	else
 		bucket_insert(b, &me);
-	wf_spin_unlock(&b->lock);
+	/* A ULT without a deadline parks holding the bucket lock
+	 * (wf_park_unlock): its remover finds it parked. */
+	int held = !rc && self && !deadline;
+	if (!held)
+		wf_spin_unlock(&b->lock);
 	if (cancellable) {
 		if (!rc)
 			self->cwait = &me;
@@ -299,7 +309,12 @@ again:
 		self->block_reason = WF_WAIT_REASON(flags);
 		/* A sleep waits on a word of its own: not worth showing. */
 		self->block_obj = self->block_reason == WF_BLOCK_SLEEP ? NULL : addr;
-		rc = wait_ult(w, &me, deadline);
+		if (held) {
+			wf_park_unlock(&me.parker, &b->lock);
+			rc = status_rc(me.status);
+		} else {
+			rc = wait_ult(w, &me, deadline);
+		}
 		self->block_reason = WF_BLOCK_NONE;
 	} else {
 		rc = wait_foreign(&me, deadline, flags & WF_WAIT_CANCEL);
@@ -450,7 +465,7 @@ void wf_wait_interrupt(wf_ult_t *u)
 		wf_spin_unlock(&b->lock);
 	}
 	if (ours)
-		wf_unpark(&me->parker); /* it waits for this token: me is alive */
+		wf_unpark_sole(&me->parker); /* it waits for this token: me is alive */
 }
 
 void wf_wait_cancel(wf_ult_t *u)
@@ -460,8 +475,8 @@ void wf_wait_cancel(wf_ult_t *u)
 	int ours = me && dequeue(me, WF_W_CANCELED);
 	wf_spin_unlock(&u->wait_lock);
 	if (ours)
-		wf_unpark(&me->parker); /* it waits for this token: me is alive */
-	else                            /* or blocked in weft_join (src/sched/join.c) */
+		wf_unpark_sole(&me->parker); /* it waits for this token: me is alive */
+	else                                 /* or blocked in weft_join (src/sched/join.c) */
 		wf_join_take_out(u, WF_JOIN_CANCELED);
 }
 
