@@ -49,7 +49,6 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	atomic_store_explicit(&u->join_checking, 0, memory_order_relaxed);
 	u->retval = NULL;
 	atomic_store_explicit(&u->cancel, 0, memory_order_relaxed);
-	u->cwait = NULL;
 	atomic_store_explicit(&u->wait_addr, NULL, memory_order_relaxed);
 	u->cleanup = NULL;
 	u->tsd = NULL;
@@ -183,9 +182,6 @@ static void forget_gone(wf_ult_t *u)
 	 * reused one), and the root's is its kernel thread's. Its
 	 * thread-specific data is left alone too, as glibc's child does. */
 	u->tp = NULL;
-	/* A descriptor's lock outlives it into the next ULT on its stack
-	 * (ult_init leaves it): a thread that was using it is gone. */
-	wf_spin_unlock(&u->wait_lock);
 	wf_stack_abandoned(&u->stack);
 	wf_ult_free(NULL, u); /* no signal is being given out (wf_carriers_forked) */
 }

@@ -139,10 +139,8 @@ typedef struct wf_ult {
 
 	/* Synchronization (src/sync). */
 	atomic_int cancel;               /* WF_CANCEL_* bits; set by anyone, acted on by the ULT */
-	wf_spinlock_t wait_lock;         /* guards cwait */
-	struct wf_waiter *cwait;         /* the cancellable wait it is in; under wait_lock */
 	_Atomic(const void *) wait_addr; /* the address of any wait it is in (wait.c:
-	                                    signals find unpublished waits by it) */
+	                                    weft_cancel and signals find it by it) */
 	struct weft_cleanup_frame *cleanup; /* cleanup handlers; owned by the ULT */
 	struct wf_tsd *tsd;                 /* thread-specific values; owned by the ULT */
 	void *px_unwind; /* glibc-style cleanup frames (src/posix/unwind.c); owned by the ULT */

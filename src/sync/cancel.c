@@ -1,8 +1,8 @@
 /* Cleanup handlers and cancellation, deferred and asynchronous.
  *
  * weft_cancel sets WF_CANCEL_PENDING in the target's cancel word and, if it
- * is blocked in a cancellable wait (wait.c publishes it in cwait under
- * wait_lock), takes it out of that wait: the wait returns ECANCELED, and the
+ * is blocked in a cancellable wait (wait.c finds it by its wait_addr),
+ * takes it out of that wait: the wait returns ECANCELED, and the
  * cancellation point that called it acts (wf_cancel_act) - a condition
  * variable wait first retakes its mutex, as POSIX requires.
  *

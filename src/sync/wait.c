@@ -31,20 +31,18 @@
  *              wait that lets such a cancellation act (WF_WAIT_ASYNC: a
  *              program's mutex lock), which then acts when it looks again.
  *
- * How a signal finds the wait (wf_wait_interrupt): a cancellation point is
- * published in the ULT's cwait, under its wait_lock, for cancellation
- * anyway; the sender marks the signal pending, then takes wait_lock, and
- * the waiter looks for a pending signal under wait_lock before it queues
- * itself, so either the sender finds cwait or the waiter sees the signal
- * (and returns EINTR after its handler ran). Other waits are not published
- * (two lock operations saved on every lock's wait): the ULT notes the
- * address in wait_addr before it takes the bucket lock, and the sender,
- * after marking the signal pending, looks for the ULT's waiter in that
- * bucket. The waiter checks for a pending signal (and, under WF_WAIT_ASYNC,
- * an asynchronous cancellation) under the bucket lock before it queues
- * itself; a seq_cst store then load on each side (the pending bit or the
- * cancel word, wait_addr), so either the sender finds the waiter queued or
- * the waiter sees the signal.
+ * How weft_cancel and a signal find the wait (wf_wait_cancel,
+ * wf_wait_interrupt): a ULT notes the address in its wait_addr before it
+ * takes the bucket lock, and the sender, after marking the signal pending
+ * or the cancellation (seq_cst), looks for the ULT's waiter in that
+ * bucket. The waiter checks for a pending signal and - at a cancellation
+ * point, or under WF_WAIT_ASYNC for an asynchronous one - a cancellation
+ * under the bucket lock before it queues itself; a seq_cst store then load
+ * on each side (wait_addr, the pending bit or the cancel word), so either
+ * the sender finds the waiter queued or the waiter sees what was sent. The
+ * sender touches the waiter only under the bucket lock, and a waiter it
+ * takes out waits for its unpark, so the waiter's frame cannot go away
+ * under it. A requeue moves wait_addr along with the waiter.
  *
  * Exactly one party moves it out of QUEUED, under the bucket lock, and that
  * party - unless it is the waiter itself - owes the waiter exactly one
@@ -70,8 +68,8 @@
  * weft_cancel and signals also take a ULT out of weft_join (wf_join_take_out,
  * src/sched/join.c).
  *
- * Lock order: a ULT's wait_lock, then a timer heap's lock, then bucket
- * locks, two buckets in address order.
+ * Lock order: a timer heap's lock, then bucket locks, two buckets in
+ * address order.
  */
 #include <errno.h>
 #include <limits.h>
@@ -92,6 +90,7 @@ typedef struct wf_waiter {
 	int status;                    /* WF_W_*; under the bucket lock */
 	int requeued;                  /* moved by wf_requeue, or woken by one
 	                                  that moved others; under the bucket lock */
+	int cancellable;               /* a cancellation point (WF_WAIT_CANCEL) of a ULT */
 	int rank;                      /* its ULT's priority rank when it began to wait
 	                                  (sched/prio.h); 0 for a foreign thread */
 	wf_parker_t parker;            /* unparked once, by whoever removed it */
@@ -249,29 +248,23 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 	atomic_store_explicit(&me.addr, addr, memory_order_relaxed);
 	me.status = WF_W_QUEUED;
 	me.requeued = 0;
+	me.cancellable = (flags & WF_WAIT_CANCEL) && self;
 	me.rank = self ? __atomic_load_n(&self->rank, __ATOMIC_RELAXED) : 0;
 	me.chain = NULL;
 	atomic_store_explicit(&me.parker.state, WF_PARK_EMPTY, memory_order_relaxed);
 	me.parker.ult = self;
 
-	/* A cancellation point is published in self->cwait (under wait_lock)
-	 * for weft_cancel and signals to find; any other wait of a ULT in
-	 * wait_addr, for signals (see the top). */
-	int cancellable = (flags & WF_WAIT_CANCEL) && self;
-	if (self && !cancellable)
+	/* A ULT's wait is published in wait_addr for weft_cancel and signals
+	 * to find (see the top). */
+	if (self)
 		atomic_store_explicit(&self->wait_addr, addr, memory_order_seq_cst);
-again:
-	if (cancellable) {
-		wf_spin_lock(&self->wait_lock);
-		if (wf_cancel_due(self)) {
-			wf_spin_unlock(&self->wait_lock);
-			return ECANCELED;
-		}
-	}
+again:;
 	wf_bucket_t *b = bucket_of(addr);
 	wf_spin_lock(&b->lock);
 	int rc = 0;
-	if (__atomic_load_n((const uint32_t *)addr, __ATOMIC_SEQ_CST) != expected)
+	if (me.cancellable && wf_cancel_due(self))
+		rc = ECANCELED;
+	else if (__atomic_load_n((const uint32_t *)addr, __ATOMIC_SEQ_CST) != expected)
 		rc = EAGAIN;
 	else if (deadline && deadline <= wf_now_ns())
 		rc = ETIMEDOUT;
@@ -287,20 +280,15 @@ again:
 	int held = !rc && self && !deadline;
 	if (!held)
 		wf_spin_unlock(&b->lock);
-	if (cancellable) {
-		if (!rc)
-			self->cwait = &me;
-		wf_spin_unlock(&self->wait_lock);
-	}
 	if (rc == EINTR) {
 		wf_sig_deliver(self); /* its handler runs; then the wait starts again */
-		if (!cancellable)
+		if (!me.cancellable)
 			goto again;
 	}
 	if (rc) {
-		if (self && !cancellable)
+		if (self)
 			atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
-		if (rc == ECANCELED && !cancellable)
+		if (rc == ECANCELED && !me.cancellable)
 			wf_cancel_act(); /* WF_WAIT_ASYNC */
 		return rc;
 	}
@@ -316,21 +304,9 @@ again:
 			rc = wait_ult(w, &me, deadline);
 		}
 		self->block_reason = WF_BLOCK_NONE;
-	} else {
-		rc = wait_foreign(&me, deadline, flags & WF_WAIT_CANCEL);
-	}
-
-	if (self) {
-		if (cancellable) {
-			/* A canceller or a signal's sender holds wait_lock
-			 * while it uses me. */
-			wf_spin_lock(&self->wait_lock);
-			self->cwait = NULL;
-			wf_spin_unlock(&self->wait_lock);
-		}
 		if (unlikely(atomic_load_explicit(&self->sig_pending, memory_order_acquire)))
 			wf_sig_deliver(self); /* signals sent while it waited */
-		if (unlikely(rc == EINTR) && !cancellable) {
+		if (unlikely(rc == EINTR) && !me.cancellable) {
 			/* Not a call that may fail with EINTR: the handler ran,
 			 * wait again (the word may have changed meanwhile). */
 			me.status = WF_W_QUEUED;
@@ -338,9 +314,10 @@ again:
 					      memory_order_relaxed);
 			goto again;
 		}
-	}
-	if (self && !cancellable)
 		atomic_store_explicit(&self->wait_addr, NULL, memory_order_relaxed);
+	} else {
+		rc = wait_foreign(&me, deadline, flags & WF_WAIT_CANCEL);
+	}
 	/* Whoever took me out of its queue is done with it: the flag, written
 	 * under a bucket lock before that, is final. */
 	*requeued = me.requeued;
@@ -417,6 +394,9 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 					bucket_insert(bt, me);
 				}
 				atomic_store_explicit(&me->addr, to, memory_order_release);
+				if (me->parker.ult) /* where weft_cancel and signals look */
+					atomic_store_explicit(&me->parker.ult->wait_addr, to,
+							      memory_order_release);
 				me->requeued = 1;
 				moved++;
 			}
@@ -435,46 +415,51 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 	return woken + moved;
 }
 
-void wf_wait_interrupt(wf_ult_t *u)
+/* Take u's waiter out of its queue with the given status, if u is queued
+ * in a wait (only a cancellation point's, if cancellable); returns it, now
+ * owed an unpark, or NULL. The waiter is in the bucket of u's wait_addr,
+ * unless a requeue moved it on meanwhile: then wait_addr changed too
+ * (under both buckets' locks), and the search follows it. The caller
+ * published what the waiter looks at under the bucket lock (a pending
+ * signal, a cancellation) before this, seq_cst: see the top. */
+static wf_waiter_t *take_out(wf_ult_t *u, int status, int cancellable)
 {
-	wf_spin_lock(&u->wait_lock);
-	wf_waiter_t *me = u->cwait;
-	int ours = me && dequeue(me, WF_W_INTERRUPTED);
-	wf_spin_unlock(&u->wait_lock);
-	if (!me) {
-		/* Not a cancellation point: its waiter, if queued, is in the
-		 * bucket of wait_addr (the caller marked the signal pending
-		 * first, seq_cst: see the top). */
-		const void *a = atomic_load_explicit(&u->wait_addr, memory_order_seq_cst);
-		if (!a) {
-			/* Or in a join: its link was published before the
-			 * JOIN commit looks at the pending bits (src/sched/join.c). */
-			if (atomic_load_explicit(&u->joining, memory_order_seq_cst))
-				wf_join_take_out(u, WF_JOIN_INTERRUPTED);
-			return;
-		}
+	const void *a = atomic_load_explicit(&u->wait_addr, memory_order_seq_cst);
+	while (a) {
 		wf_bucket_t *b = bucket_of(a);
+		wf_waiter_t *me;
 		wf_spin_lock(&b->lock);
 		for (me = b->head; me; me = me->next)
-			if (me->parker.ult == u && me->status == WF_W_QUEUED) {
+			if (me->parker.ult == u && me->status == WF_W_QUEUED &&
+			    (me->cancellable || !cancellable)) {
 				bucket_remove(b, me);
-				me->status = WF_W_INTERRUPTED;
-				ours = 1;
+				me->status = status;
 				break;
 			}
+		const void *now = atomic_load_explicit(&u->wait_addr, memory_order_acquire);
 		wf_spin_unlock(&b->lock);
+		if (me || now == a)
+			return me;
+		a = now;
 	}
-	if (ours)
+	return NULL;
+}
+
+void wf_wait_interrupt(wf_ult_t *u)
+{
+	wf_waiter_t *me = take_out(u, WF_W_INTERRUPTED, 0);
+	if (me)
 		wf_unpark_sole(&me->parker); /* it waits for this token: me is alive */
+	/* Or in a join: its link was published before the JOIN commit looks
+	 * at the pending bits (src/sched/join.c). */
+	else if (atomic_load_explicit(&u->joining, memory_order_seq_cst))
+		wf_join_take_out(u, WF_JOIN_INTERRUPTED);
 }
 
 void wf_wait_cancel(wf_ult_t *u)
 {
-	wf_spin_lock(&u->wait_lock);
-	wf_waiter_t *me = u->cwait;
-	int ours = me && dequeue(me, WF_W_CANCELED);
-	wf_spin_unlock(&u->wait_lock);
-	if (ours)
+	wf_waiter_t *me = take_out(u, WF_W_CANCELED, 1);
+	if (me)
 		wf_unpark_sole(&me->parker); /* it waits for this token: me is alive */
 	else                                 /* or blocked in weft_join (src/sched/join.c) */
 		wf_join_take_out(u, WF_JOIN_CANCELED);

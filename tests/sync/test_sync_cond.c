@@ -746,6 +746,70 @@ static void test_producer_consumer_queue_one_worker(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Two ULTs handing a turn back and forth with a condition variable make
+ * every decision of their worker while one of them parks under its wait
+ * queue's lock, the moment the worker would fire its expired timers
+ * (src/sched/park.c, wf_park_unlock): the timers must still fire. A third
+ * ULT on the same worker sleeps 5 ms and then stops the pair. */
+struct turns {
+	weft_mutex_t m;
+	weft_cond_t c;
+	int turn;
+	atomic_int stop;
+	atomic_long rounds;
+};
+
+struct turn_taker_arg {
+	struct turns *t;
+	int me;
+};
+
+static void *turn_taker(void *arg)
+{
+	struct turns *t = ((struct turn_taker_arg *)arg)->t;
+	int me = ((struct turn_taker_arg *)arg)->me;
+	uint64_t deadline = wt_now_ns() + 20 * NS_PER_S; /* fails the test below */
+	WT_OK(weft_mutex_lock(&t->m));
+	while (!atomic_load(&t->stop) && wt_now_ns() < deadline) {
+		while (t->turn != me && !atomic_load(&t->stop))
+			WT_OK(weft_cond_wait(&t->c, &t->m));
+		t->turn = 1 - me;
+		atomic_fetch_add(&t->rounds, 1);
+		WT_OK(weft_cond_signal(&t->c));
+	}
+	WT_OK(weft_cond_broadcast(&t->c));
+	WT_OK(weft_mutex_unlock(&t->m));
+	return NULL;
+}
+
+static void *stopper(void *arg)
+{
+	struct turns *t = arg;
+	WT_OK(weft_sleep_ns(5 * MS));
+	atomic_store(&t->stop, 1);
+	return NULL;
+}
+
+static void test_timer_fires_beside_cond_pingpong(void **state)
+{
+	wt_init(1);
+	static struct turns t;
+	memset(&t, 0, sizeof t);
+	struct turn_taker_arg a[2] = {{&t, 0}, {&t, 1}};
+	uint64_t t0 = wt_now_ns();
+	weft_t s = wt_spawn_on(0, stopper, &t);
+	weft_t p0 = wt_spawn_on(0, turn_taker, &a[0]);
+	weft_t p1 = wt_spawn_on(0, turn_taker, &a[1]);
+	wt_join(p0);
+	wt_join(p1);
+	wt_join(s);
+	uint64_t took = wt_now_ns() - t0;
+	printf("%ld hand-offs in %.1f ms\n", atomic_load(&t.rounds), (double)took / MS);
+	WT_CMPU(took, <, 10 * NS_PER_S); /* the sleeper woke: not the pair's deadline */
+	WT_CMPU(atomic_load(&t.rounds), >, 2);
+	WT_OK(weft_shutdown());
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -758,6 +822,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_timedwait_times_out_with_mutex_held),
 		cmocka_unit_test(test_condattr_clock_is_honoured),
 		cmocka_unit_test(test_timedwait_woken_before_deadline),
+		cmocka_unit_test(test_timer_fires_beside_cond_pingpong),
 		cmocka_unit_test(test_wait_without_holding_mutex_eperm),
 		cmocka_unit_test(test_destroy_with_waiter_ebusy),
 		cmocka_unit_test(test_producer_consumer_queue),

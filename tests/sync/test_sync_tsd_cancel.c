@@ -1114,6 +1114,93 @@ static void test_cond_signal_racing_cancel_not_lost(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* A broadcast made with the mutex held wakes one waiter and moves the others
+ * onto the mutex's wait queue (cond.c); a waiter that was moved is still
+ * inside weft_cond_wait, blocked, so a cancel must reach it there: it acts
+ * once it has the mutex back, in its cleanup handler, and never gets past
+ * its wait. (weft's behaviour: glibc's broadcast wakes every waiter at once,
+ * and a woken one may return normally instead.) */
+struct moved {
+	weft_mutex_t m;
+	weft_cond_t c;
+	int waiting, go, done;
+	atomic_int cleanups, cleanup_rc;
+};
+
+static void moved_cleanup(void *arg)
+{
+	struct moved *r = arg;
+	atomic_fetch_add(&r->cleanups, 1);
+	atomic_store(&r->cleanup_rc, weft_mutex_unlock(&r->m)); /* EPERM if not ours */
+}
+
+static void *moved_waiter(void *arg)
+{
+	struct moved *r = arg;
+	WT_OK(weft_mutex_lock(&r->m));
+	r->waiting++;
+	weft_cleanup_push(moved_cleanup, r);
+	while (!r->go)
+		WT_OK(weft_cond_wait(&r->c, &r->m));
+	weft_cleanup_pop(0);
+	r->done++;
+	WT_OK(weft_mutex_unlock(&r->m));
+	weft_testcancel();
+	return (void *)1;
+}
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static void test_cancel_reaches_waiter_moved_to_mutex_queue(void **state)
+{
+	wt_init(2);
+	for (int round = 0; round < 50; round++) {
+		static struct moved r;
+		memset(&r, 0, sizeof r);
+		weft_mutexattr_t ma;
+		WT_OK(weft_mutexattr_init(&ma));
+		WT_OK(weft_mutexattr_settype(&ma, WEFT_MUTEX_ERRORCHECK));
+		WT_OK(weft_mutex_init(&r.m, &ma));
+		atomic_store(&r.cleanup_rc, -1);
+		weft_t w[3];
+		uint64_t deadline = wt_now_ns() + 10 * NS_PER_S;
+		/* All on worker 1, the canceller on another: once w[i] has let
+		 * the mutex go in its wait, it queues itself and parks before
+		 * its worker can run the next ULT there (w[i + 1], then one that
+		 * does nothing), so they queue in this order, all before the
+		 * broadcast. */
+		for (int i = 0; i < 3; i++) {
+			w[i] = wt_spawn_on(1, moved_waiter, &r);
+			while (read_locked(&r.m, &r.waiting) < i + 1) {
+				WT_CMPU(wt_now_ns(), <, deadline);
+				weft_yield();
+			}
+		}
+		wt_join(wt_spawn_on(1, nothing, NULL));
+		WT_OK(weft_mutex_lock(&r.m));
+		r.go = 1;
+		WT_OK(weft_cond_broadcast(&r.c)); /* wakes w[0], moves w[1] and w[2] */
+		WT_OK(weft_cancel(w[2]));
+		for (int i = 0; i < 20; i++)
+			weft_yield(); /* let it reach the mutex's queue again, or not */
+		WT_OK(weft_mutex_unlock(&r.m));
+		WT_EQ_PTR(wt_join(w[2]), WEFT_CANCELED);
+		WT_EQ_PTR(wt_join(w[0]), (void *)1);
+		WT_EQ_PTR(wt_join(w[1]), (void *)1);
+		WT_EQ(atomic_load(&r.cleanups), 1);
+		WT_EQ(atomic_load(&r.cleanup_rc), 0); /* it held the mutex when it acted */
+		WT_EQ(r.done, 2);
+		WT_OK(weft_mutex_trylock(&r.m));
+		WT_OK(weft_mutex_unlock(&r.m));
+		WT_OK(weft_cond_destroy(&r.c));
+		WT_OK(weft_mutex_destroy(&r.m));
+	}
+	WT_OK(weft_shutdown());
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1153,6 +1240,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sem_post_racing_cancel_not_lost),
 		cmocka_unit_test(test_cancelled_sem_waiter_leaves_post_to_other_waiter),
 		cmocka_unit_test(test_cond_signal_racing_cancel_not_lost),
+		cmocka_unit_test(test_cancel_reaches_waiter_moved_to_mutex_queue),
 	};
 	return WT_RUN(argc, argv, tests);
 }
