@@ -52,12 +52,21 @@ wf_ctx_jump:
 	.cfi_adjust_cfa_offset 8
 	stmxcsr (%rsp)          /* SSE control/status: rounding, exceptions masks */
 	fnstcw 4(%rsp)          /* x87 control word */
+	movl (%rsp), %eax       /* both, kept to compare with the other side's */
+	movzwl 4(%rsp), %ecx
 
 	movq %rsp, (%rdi)       /* publish the saved frame */
 	movq %rsi, %rsp         /* ... and take the other one */
 
-	ldmxcsr (%rsp)
-	fldcw 4(%rsp)
+	/* Load the other side's words only where they differ: ldmxcsr and
+	 * fldcw are slow (microcoded, fldcw serialises the x87 unit), and
+	 * nearly always the two sides share the defaults. Loading a value
+	 * equal to the current one would change nothing. */
+	cmpl (%rsp), %eax
+	jne 2f
+	cmpw 4(%rsp), %cx
+	jne 2f
+1:
 	leaq 8(%rsp), %rsp
 	popq %r12
 	popq %r13
@@ -68,6 +77,10 @@ wf_ctx_jump:
 	movq %rdx, %rax         /* the transfer value, as return value ... */
 	movq %rdx, %rdi         /* ... and as first argument for a new context */
 	ret
+2:
+	ldmxcsr (%rsp)
+	fldcw 4(%rsp)
+	jmp 1b
 	.cfi_endproc
 	.size wf_ctx_jump, .-wf_ctx_jump
 

@@ -37,9 +37,12 @@
  * or the cancellation (seq_cst), looks for the ULT's waiter in that
  * bucket. The waiter checks for a pending signal and - at a cancellation
  * point, or under WF_WAIT_ASYNC for an asynchronous one - a cancellation
- * under the bucket lock before it queues itself; a seq_cst store then load
- * on each side (wait_addr, the pending bit or the cancel word), so either
- * the sender finds the waiter queued or the waiter sees what was sent. The
+ * under the bucket lock before it queues itself; a store then a load on
+ * each side (wait_addr, the pending bit or the cancel word), fenced
+ * asymmetrically (util/fence.h: the waiter's fence, on every wait, is a
+ * compiler barrier; the sender's, once per signal or cancellation sent to
+ * a ULT that is not running, a membarrier), so either the sender finds the
+ * waiter queued or the waiter sees what was sent. The
  * sender touches the waiter only under the bucket lock, and a waiter it
  * takes out waits for its unpark, so the waiter's frame cannot go away
  * under it. A requeue moves wait_addr along with the waiter.
@@ -256,8 +259,10 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 
 	/* A ULT's wait is published in wait_addr for weft_cancel and signals
 	 * to find (see the top). */
-	if (self)
-		atomic_store_explicit(&self->wait_addr, addr, memory_order_seq_cst);
+	if (self) {
+		atomic_store_explicit(&self->wait_addr, addr, memory_order_relaxed);
+		wf_fence_light(); /* against take_out's heavy fence (see the top) */
+	}
 again:;
 	wf_bucket_t *b = bucket_of(addr);
 	wf_spin_lock(&b->lock);
@@ -424,6 +429,7 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
  * signal, a cancellation) before this, seq_cst: see the top. */
 static wf_waiter_t *take_out(wf_ult_t *u, int status, int cancellable)
 {
+	wf_fence_heavy();
 	const void *a = atomic_load_explicit(&u->wait_addr, memory_order_seq_cst);
 	while (a) {
 		wf_bucket_t *b = bucket_of(a);

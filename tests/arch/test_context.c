@@ -600,6 +600,72 @@ static void fp_control_is_per_context(void **state)
 		assert_fpctl_equal(f.at_entry, fpctl_default);
 }
 
+#if defined(__x86_64__)
+/* The switch loads the other side's MXCSR and x87 control word only where
+ * they differ from the current ones (switch_x86_64_sysv.S): each may differ
+ * alone, and MXCSR's exception flags are carried too (the switch restores
+ * the whole register, as a kernel thread switch does). */
+struct fp_raw {
+	wf_ctx_t *main;
+	wf_ctx_t self;
+	uint32_t mxcsr, got_mxcsr;
+	uint16_t x87cw, got_x87cw;
+};
+
+static void raw_set(uint32_t mxcsr, uint16_t x87cw)
+{
+	__asm__ volatile("ldmxcsr %0" : : "m"(mxcsr));
+	__asm__ volatile("fldcw %0" : : "m"(x87cw));
+}
+
+static void raw_get(uint32_t *mxcsr, uint16_t *x87cw)
+{
+	__asm__ volatile("stmxcsr %0" : "=m"(*mxcsr));
+	__asm__ volatile("fnstcw %0" : "=m"(*x87cw));
+}
+
+static void entry_fp_raw(void *transfer, void *arg)
+{
+	wf_ctx_entered();
+	struct fp_raw *f = arg;
+	raw_set(f->mxcsr, f->x87cw);
+	wf_ctx_switch(&f->self, f->main, NULL);
+	raw_get(&f->got_mxcsr, &f->got_x87cw);
+	raw_set(fpctl_default.mxcsr, fpctl_default.x87cw);
+	wf_ctx_switch_final(&f->self, f->main, NULL);
+}
+
+static void fp_words_carried_alone(void **state)
+{
+	struct env *e = *state;
+	static const struct {
+		uint32_t mxcsr;
+		uint16_t x87cw;
+	} other[] = {{0x1F80, 0x037F | 0x0800},  /* the x87 control word alone */
+		     {0x1F80 | 0x4000, 0x037F},  /* MXCSR's rounding alone */
+		     {0x1F80 | 0x0020, 0x037F},  /* MXCSR's inexact flag alone */
+		     {0x1F80 | 0x6020, 0x0C7F}}; /* both */
+	for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+		struct fp_raw f = {
+			.main = &e->main, .mxcsr = other[i].mxcsr, .x87cw = other[i].x87cw};
+		make(e, &f.self, entry_fp_raw, &f);
+		raw_set(0x1F80, 0x037F);
+		wf_ctx_switch(&e->main, &f.self, NULL);
+		uint32_t mx;
+		uint16_t cw;
+		raw_get(&mx, &cw);
+		assert_int_equal(mx, 0x1F80); /* main's, not the context's */
+		assert_int_equal(cw, 0x037F);
+		wf_ctx_switch(&e->main, &f.self, NULL);
+		assert_int_equal(f.got_mxcsr, other[i].mxcsr); /* the context's own */
+		assert_int_equal(f.got_x87cw, other[i].x87cw);
+		raw_get(&mx, &cw);
+		assert_int_equal(mx, 0x1F80);
+		assert_int_equal(cw, 0x037F);
+	}
+}
+#endif
+
 /* ---- deep recursion on a 64 KiB stack ----------------------------------- */
 
 enum { DEEP_FRAME = 512, DEEP_USE = 40 * 1024 };
@@ -814,6 +880,9 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup_teardown(contexts_switch_among_themselves, setup, teardown),
 	cmocka_unit_test_setup_teardown(callee_saved_registers_survive_a_switch, setup, teardown),
 	cmocka_unit_test_setup_teardown(fp_control_is_per_context, setup, teardown),
+#if defined(__x86_64__)
+	cmocka_unit_test_setup_teardown(fp_words_carried_alone, setup, teardown),
+#endif
 	cmocka_unit_test_setup_teardown(deep_recursion_on_a_64k_stack, setup, teardown),
 	cmocka_unit_test_setup_teardown(stack_reused_after_a_context_finished_deep, setup,
 					teardown),
