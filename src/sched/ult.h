@@ -116,7 +116,8 @@ typedef struct wf_ult {
 	weft_sched_node_t node; /* the scheduler's (weft/sched.h); owned by it while queued */
 	weft_t id;
 	wf_parker_t parker;
-	int state;               /* enum wf_ult_state; written by its owner (see above) */
+	int state;               /* enum wf_ult_state; written by its owner (see above),
+	                            relaxed: a signal's placer reads it as a hint */
 	int bound_worker;        /* -1, or the only worker allowed to run it */
 	int last_worker;         /* worker that ran it last */
 	int why;                 /* enum weft_sched_why, while in an inbox or the
@@ -215,7 +216,7 @@ static inline wf_ult_t *wf_ult_of_stack(const wf_stack_t *s)
 	do {                                                                           \
 		if (unlikely((unsigned)((u)->state - (lo)) > (unsigned)((hi) - (lo)))) \
 			wf_ult_bad_move((u), (to), __func__);                          \
-		(u)->state = (to);                                                     \
+		__atomic_store_n(&(u)->state, (to), __ATOMIC_RELAXED);                 \
 	} while (0)
 WF_HIDDEN _Noreturn void wf_ult_bad_move(const wf_ult_t *u, int to, const char *func);
 

@@ -125,6 +125,19 @@ static int thread_directed(int sig, const siginfo_t *si)
 				   sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS);
 }
 
+/* The copies in and out of the sequence lock below: word by word, relaxed
+ * atomics, since a reader may copy while a writer does (it then retries).
+ * Async-signal-safe, as the trampoline needs. */
+_Static_assert(sizeof(siginfo_t) % sizeof(uint64_t) == 0, "siginfo_t is whole words");
+
+static void copy_info(siginfo_t *to, const siginfo_t *from)
+{
+	uint64_t *t = (uint64_t *)(void *)to;
+	const uint64_t *f = (const uint64_t *)(const void *)from;
+	for (size_t i = 0; i < sizeof *to / sizeof *t; i++)
+		__atomic_store_n(&t[i], __atomic_load_n(&f[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
 static void keep_info(int sig, const siginfo_t *si)
 {
 	struct action *a = &acts[sig];
@@ -133,7 +146,7 @@ static void keep_info(int sig, const siginfo_t *si)
 			       &a->info_seq, &s, s + 1, memory_order_acquire, memory_order_relaxed))
 		return; /* another kernel thread keeps one at this instant */
 	atomic_thread_fence(memory_order_release);
-	memcpy(&a->info, si, sizeof *si);
+	copy_info(&a->info, si);
 	atomic_store_explicit(&a->info_seq, s + 2, memory_order_release);
 }
 
@@ -146,7 +159,7 @@ static int read_info(int sig, siginfo_t *out)
 			continue;
 		if (s == 0)
 			return 0; /* never held */
-		memcpy(out, &a->info, sizeof *out);
+		copy_info(out, &a->info);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&a->info_seq, memory_order_relaxed) == s)
 			return 1;
