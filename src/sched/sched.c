@@ -326,8 +326,6 @@ static void take_mail(wf_worker_t *w)
 		enqueue(w, u, u->why);
 }
 
-/* The next ready ULT for w without waiting or stealing; NULL if none.
- * Called only by w's owner. */
 /* A busy worker's look, once in 16 decisions, at what else may have work
  * for it: expired timers make their ULTs runnable (timer.c); an install may
  * be waiting (policy.c); descriptors may be ready for ULTs parked on the
@@ -341,6 +339,8 @@ static void maintain(wf_worker_t *w)
 		poll_io(wf_now_ns(), POLL_GAP_BUSY);
 }
 
+/* The next ready ULT for w without waiting or stealing; NULL if none.
+ * Called only by w's owner. */
 static wf_ult_t *pick_next(wf_worker_t *w)
 {
 	uint32_t tick = ++w->tick;

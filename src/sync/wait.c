@@ -42,24 +42,24 @@
  * asymmetrically (util/fence.h: the waiter's fence, on every wait, is a
  * compiler barrier; the sender's, once per signal or cancellation sent to
  * a ULT that is not running, a membarrier), so either the sender finds the
- * waiter queued or the waiter sees what was sent. The
- * sender touches the waiter only under the bucket lock, and a waiter it
- * takes out waits for its unpark, so the waiter's frame cannot go away
- * under it. A requeue moves wait_addr along with the waiter.
+ * waiter queued or the waiter sees what was sent. The sender touches the
+ * waiter only under the bucket lock, and a waiter it takes out waits for
+ * its unpark, so the waiter's frame cannot go away under it. A requeue
+ * moves wait_addr along with the waiter.
  *
  * Exactly one party moves it out of QUEUED, under the bucket lock, and that
  * party - unless it is the waiter itself - owes the waiter exactly one
  * unpark (wf_unpark_sole: being the only one, it needs no RMW once the
- * waiter is parked). A ULT that waits without a deadline parks still
- * holding the bucket lock, released only after its park committed
- * (wf_park_unlock, park.c), so its remover always finds it parked and
- * neither side pays a CAS; a deadline's timer takes bucket locks from
- * inside scheduling decisions, so a timed wait releases the lock first
- * and parks the ordinary way. The waiter returns only after it has consumed that token, so the
- * remover may use the waiter until its unpark (park.c explains why the
- * unpark itself is safe against the waiter's frame going away). Nothing
- * else unparks a waiter's parker: weft_unpark tokens go to the ULT's own
- * parker and cannot end a wait early.
+ * waiter is parked). The waiter returns only after it has consumed that
+ * token, so the remover may use the waiter until its unpark (park.c
+ * explains why the unpark itself is safe against the waiter's frame going
+ * away). A ULT that waits without a deadline parks still holding the
+ * bucket lock, released only after its park committed (wf_park_unlock,
+ * park.c), so its remover always finds it parked and neither side pays a
+ * CAS; a deadline's timer takes bucket locks from inside scheduling
+ * decisions, so a timed wait releases the lock first and parks the
+ * ordinary way. Nothing else unparks a waiter's parker: weft_unpark
+ * tokens go to the ULT's own parker and cannot end a wait early.
  *
  * Requeue (cond broadcast) moves waiters to another address's queue. Their
  * addr changes under both bucket locks, so whoever locks a waiter's bucket
@@ -426,7 +426,8 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
  * unless a requeue moved it on meanwhile: then wait_addr changed too
  * (under both buckets' locks), and the search follows it. The caller
  * published what the waiter looks at under the bucket lock (a pending
- * signal, a cancellation) before this, seq_cst: see the top. */
+ * signal, a cancellation) before this; the heavy fence here pairs with the
+ * waiter's light one (see the top). */
 static wf_waiter_t *take_out(wf_ult_t *u, int status, int cancellable)
 {
 	wf_fence_heavy();
