@@ -90,7 +90,7 @@ enum {
 typedef struct weft_mutexattr {
 	int type;   /* WEFT_MUTEX_* */
 	int policy; /* WEFT_LOCK_* */
-	int spin;   /* spin budget in polls; 0: the default */
+	int spin;   /* spin budget in pauses; 0: the default */
 	int reserved;
 } weft_mutexattr_t;
 
@@ -105,7 +105,7 @@ typedef struct weft_mutex {
 	uint64_t owner;    /* owner's identity (recursive/errorcheck), else 0 */
 	uint16_t type;     /* WEFT_MUTEX_* (3, glibc's adaptive kind, acts as NORMAL) */
 	uint16_t policy;   /* WEFT_LOCK_* */
-	uint16_t spin;     /* current spin budget in polls (0: not yet tuned) */
+	uint16_t spin;     /* current spin budget in pauses (0: not yet tuned) */
 	uint16_t spin_set; /* the fixed budget of SPIN_PARK, or adaptive's start */
 	uint8_t sample;    /* adaptive: contended acquisitions in this window */
 	uint8_t spun_ok;   /* adaptive: of those, acquired while spinning */
@@ -124,7 +124,7 @@ typedef struct weft_mutex_stats {
 	uint64_t acquisitions; /* successful locks, trylocks included */
 	uint64_t contended;    /* locks that found it held */
 	uint64_t parks;        /* times a locker parked */
-	int spin_budget;       /* current spin budget in polls */
+	int spin_budget;       /* current spin budget in pauses */
 	int policy;            /* WEFT_LOCK_* */
 } weft_mutex_stats_t;
 
@@ -134,8 +134,11 @@ WEFT_API int weft_mutexattr_settype(weft_mutexattr_t *a, int type);
 WEFT_API int weft_mutexattr_gettype(const weft_mutexattr_t *a, int *type);
 WEFT_API int weft_mutexattr_setpolicy(weft_mutexattr_t *a, int policy);
 WEFT_API int weft_mutexattr_getpolicy(const weft_mutexattr_t *a, int *policy);
-/* Spin budget in polls (each a load and a pause), 1..WEFT_SPIN_MAX; the
- * fixed budget of SPIN_PARK and the starting point of ADAPTIVE. */
+/* Spin budget, 1..WEFT_SPIN_MAX: how long a locker spins before it parks,
+ * in pauses (the CPU's spin-wait hint: x86 pause, aarch64 yield); the
+ * fixed budget of SPIN_PARK and the starting point of ADAPTIVE. A spinner
+ * polls the lock with exponential backoff: after 1, 2, 4, ... pauses, then
+ * every 64. */
 #define WEFT_SPIN_MAX 65535
 WEFT_API int weft_mutexattr_setspin(weft_mutexattr_t *a, int spin);
 WEFT_API int weft_mutexattr_getspin(const weft_mutexattr_t *a, int *spin);
