@@ -178,6 +178,8 @@ int wb_pthread_sem_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns)
  * They start together (after all are created) from a gate. */
 struct hammer {
 	pthread_mutex_t m;
+	pthread_spinlock_t sl; /* instead of m when spin */
+	int spin;
 	long counter; /* guarded by m */
 	uint64_t mix; /* guarded by m: a few ns of work inside */
 	long per_thread;
@@ -194,24 +196,31 @@ static void *hammer_thread(void *p)
 	if (atomic_load(&h->go) < 0)
 		return NULL;
 	for (long i = 0; i < h->per_thread; i++) {
-		pthread_mutex_lock(&h->m);
+		if (h->spin)
+			pthread_spin_lock(&h->sl);
+		else
+			pthread_mutex_lock(&h->m);
 		h->counter++;
 		h->mix = h->mix * 6364136223846793005u + (uint64_t)h->counter;
-		pthread_mutex_unlock(&h->m);
+		if (h->spin)
+			pthread_spin_unlock(&h->sl);
+		else
+			pthread_mutex_unlock(&h->m);
 	}
 	return NULL;
 }
 
-int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, long *counter,
+int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, int spin, long *counter,
 			    int64_t *elapsed_ns)
 {
-	struct hammer h = {.per_thread = per_thread};
+	struct hammer h = {.per_thread = per_thread, .spin = spin};
 	pthread_t *t = calloc((size_t)threads, sizeof *t);
 	int rc = 0, made = 0;
 
 	if (!t)
 		return ENOMEM;
 	pthread_mutex_init(&h.m, NULL);
+	pthread_spin_init(&h.sl, PTHREAD_PROCESS_PRIVATE);
 	atomic_init(&h.ready, 0);
 	atomic_init(&h.go, 0);
 	for (; made < threads; made++)
@@ -226,6 +235,7 @@ int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, long 
 	*elapsed_ns = wb_now_ns() - t0;
 	*counter = h.counter;
 	pthread_mutex_destroy(&h.m);
+	pthread_spin_destroy(&h.sl);
 	free(t);
 	return rc;
 }

@@ -8,6 +8,8 @@
  *   mutex_hammer_64            64 threads on one mutex, tiny critical section,
  *                              each bound to a worker (pinned to a CPU)
  *   mutex_hammer_64_unbound    the same, placed by the scheduler (the kernel)
+ *   spin_hammer_64_unbound     the same on a spinlock (weft_spinlock_t,
+ *                              pthread_spinlock_t)
  *   sleep_10k                  10,000 threads sleeping 100 ms at once
  *   sem_1m                     1,000,000 ULTs blocked on one semaphore, each
  *                              trial in a fresh process (hidden "_semwait"
@@ -356,6 +358,8 @@ static int pt_sem_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
  * 150-250 ns when both workers ran them. */
 struct hammer {
 	weft_mutex_t m;
+	weft_spinlock_t sl; /* instead of m when spin */
+	int spin;
 	long counter; /* guarded by m */
 	uint64_t mix; /* guarded by m */
 	long per_thread;
@@ -373,13 +377,13 @@ static void *hammer_ult(void *p)
 	if (atomic_load(&h->go) < 0)
 		return NULL;
 	for (long i = 0; i < h->per_thread; i++) {
-		if ((rc = weft_mutex_lock(&h->m)) != 0) {
+		if ((rc = h->spin ? weft_spin_lock(&h->sl) : weft_mutex_lock(&h->m)) != 0) {
 			atomic_store(&h->err, rc);
 			return NULL;
 		}
 		h->counter++;
 		h->mix = h->mix * 6364136223846793005u + (uint64_t)h->counter;
-		if ((rc = weft_mutex_unlock(&h->m)) != 0) {
+		if ((rc = h->spin ? weft_spin_unlock(&h->sl) : weft_mutex_unlock(&h->m)) != 0) {
 			atomic_store(&h->err, rc);
 			return NULL;
 		}
@@ -393,7 +397,8 @@ static double pct(uint64_t part, uint64_t whole)
 }
 
 /* n: total acquisitions (a multiple of HAMMER_THREADS). c->iarg[0]: 1 for
- * the unbound row (default attributes: the scheduler places the ULTs). */
+ * the unbound row (default attributes: the scheduler places the ULTs);
+ * c->iarg[1]: 1 for a weft_spinlock_t instead of the mutex. */
 static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int unbound = c->iarg[0] == 1;
@@ -407,12 +412,13 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	for (int i = 0; i < HAMMER_THREADS; i++)
 		w[i] = i % weft_num_workers();
 	memset(&h, 0, sizeof h);
+	h.spin = c->iarg[1] == 1;
 	h.per_thread = per > 0 ? per : 1;
 	atomic_init(&h.ready, 0);
 	atomic_init(&h.go, 0);
 	atomic_init(&h.err, 0);
-	if ((rc = weft_mutex_init(&h.m, NULL)) != 0) {
-		ERR(s, "weft_mutex_init: %s", strerror(rc));
+	if ((rc = weft_mutex_init(&h.m, NULL)) != 0 || (rc = weft_spin_init(&h.sl, 0)) != 0) {
+		ERR(s, "weft_mutex_init/weft_spin_init: %s", strerror(rc));
 		return rc;
 	}
 	rc = spawn(t, HAMMER_THREADS, hammer_ult, &h, 0, unbound ? NULL : w, &made, s);
@@ -423,7 +429,8 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	rc = join_all(t, made, rc, s);
 	s->elapsed_ns = (double)(wb_now_ns() - t0);
 	if (!rc && (rc = atomic_load(&h.err)) != 0)
-		ERR(s, "weft_mutex_lock/unlock: %s", strerror(rc));
+		ERR(s, "%s: %s", h.spin ? "weft_spin_lock/unlock" : "weft_mutex_lock/unlock",
+		    strerror(rc));
 	if (rc)
 		return rc;
 	long want = h.per_thread * HAMMER_THREADS;
@@ -441,12 +448,15 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	}
 	s->value = s->elapsed_ns / (double)want;
 	wb_sample_extra(s, "mops", (double)want / s->elapsed_ns * 1e3);
-	wb_sample_extra(s, "contended_pct", pct(st.contended, st.acquisitions));
-	wb_sample_extra(s, "parks_per_kacq", 1000.0 * (double)st.parks / (double)want);
+	if (!h.spin) {
+		wb_sample_extra(s, "contended_pct", pct(st.contended, st.acquisitions));
+		wb_sample_extra(s, "parks_per_kacq", 1000.0 * (double)st.parks / (double)want);
+	}
 	return 0;
 }
 
-/* c->iarg[0]: 1 for the unpinned row. */
+/* c->iarg[0]: 1 for the unpinned row; c->iarg[1]: 1 for a
+ * pthread_spinlock_t. */
 static int pt_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int unpinned = c->iarg[0] == 1;
@@ -460,8 +470,8 @@ static int pt_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 		cpus[i] = ncpu ? wb_cpu(i % ncpu) : -1;
 	if (per < 1)
 		per = 1;
-	int rc =
-		wb_pthread_mutex_hammer(HAMMER_THREADS, per, unpinned ? NULL : cpus, &counter, &el);
+	int rc = wb_pthread_mutex_hammer(HAMMER_THREADS, per, unpinned ? NULL : cpus,
+					 c->iarg[1] == 1, &counter, &el);
 	if (rc) {
 		ERR(s, "pthread_create: %s", strerror(rc));
 		return rc;
@@ -1599,6 +1609,32 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 			for (int i = 0; i < g.ncases; i++)
 				if (rows[i].system && !rows[i].error[0])
 					wb_row_note(&rows[i], "%.3g Mops/s", 1e3 / rows[i].median);
+			emit(r, rows, g.ncases);
+		}
+	}
+
+	/* 64 threads on one spinlock, placed by the scheduler. */
+	{
+		wb_case_t cases[2];
+		cases[0] = (wb_case_t)SYNC_CASE(
+			WEFT_CONTEXT_ASM, weft_mutex_hammer, "any",
+			"64 ULTs, default attributes: weft_spin_lock, counter++ and a "
+			"hash step, unlock");
+		cases[0].n0 = 64 * 100;
+		cases[0].iarg[0] = 1;
+		cases[0].iarg[1] = 1;
+		cases[1] = (wb_case_t){.system = "pthread",
+				       .placement = "any",
+				       .run = pt_mutex_hammer,
+				       .n0 = 64 * 100,
+				       .ref = WB_REF_PTHREAD,
+				       .opts = o,
+				       .iarg = {1, 1},
+				       .note = "64 pthreads, not pinned, one pthread_spinlock_t"};
+		wb_group_t g = {"spin_hammer_64_unbound", "ns/acq", cases, 2};
+		wb_row_t rows[NCASES(cases)];
+		if (wb_selected_bench(o, g.bench)) {
+			wb_run_group(o, &g, rows);
 			emit(r, rows, g.ncases);
 		}
 	}
