@@ -108,7 +108,9 @@ static inline uint64_t wf_now_ns(void)
 	__atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
 
 /* A tiny test-and-test-and-set spinlock for short internal critical sections
- * (queue overflow, slot free lists). Never held across a context switch. */
+ * (wait-queue buckets, queue overflow, slot free lists). Held across at
+ * most one context switch: a wait that parks holding its bucket's lock,
+ * which the next context releases (sched/park.c, wf_park_unlock). */
 typedef struct {
 	atomic_int locked;
 } wf_spinlock_t;
