@@ -231,7 +231,11 @@ void wf_preempt_pay(void)
 {
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u = w ? w->current : NULL;
-	if (!u || !atomic_exchange_explicit(&w->preempt_owed, 0, memory_order_relaxed))
+	/* Another worker's debt brings us here too (wf_preempts_owed counts
+	 * every worker's): a plain look at ours first, so that paying nothing
+	 * costs no locked instruction. */
+	if (!u || !atomic_load_explicit(&w->preempt_owed, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&w->preempt_owed, 0, memory_order_relaxed))
 		return;
 	atomic_fetch_sub_explicit(&wf_preempts_owed, 1, memory_order_relaxed);
 	stack_t cur;
@@ -310,6 +314,10 @@ out:
 
 int wf_preempt_start(void)
 {
+	/* Debts die with the workers that owed them: one left by a worker of
+	 * the previous runtime would send every unlock of this one looking
+	 * for it (wf_preempt_point). No worker runs yet. */
+	atomic_store_explicit(&wf_preempts_owed, 0, memory_order_relaxed);
 #if !defined(__x86_64__) && !defined(__aarch64__)
 	wf_rt.preempt_ns = 0;
 #endif
