@@ -44,12 +44,16 @@ int wb_pthread_mutex_uncontended(long n, int64_t *elapsed_ns);
 int wb_pthread_cond_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns);
 /* The same with two semaphores (post the other's, wait on one's own). */
 int wb_pthread_sem_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns);
+/* What the threads of a hammer run take: a default mutex, a spinlock, or
+ * nothing (each only yields). */
+enum { WB_HAMMER_MUTEX, WB_HAMMER_SPIN, WB_HAMMER_YIELD };
 /* threads threads (thread i pinned to cpus[i]; cpus NULL: none pinned),
- * released together, each lock a default mutex (spin: a pthread_spinlock_t
- * instead), increment a shared counter (and mix it into a hash), unlock,
- * per_thread times. *counter is the final count; elapsed from the release
- * to the last join. */
-int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, int spin, long *counter,
+ * released together, each lock a default mutex (kind WB_HAMMER_SPIN: a
+ * pthread_spinlock_t), increment a shared counter (and mix it into a hash),
+ * unlock, per_thread times; WB_HAMMER_YIELD: sched_yield per_thread times
+ * (the counter counts the yields). *counter is the final count; elapsed
+ * from the release to the last join. */
+int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, int kind, long *counter,
 			    int64_t *elapsed_ns);
 /* n threads each nanosleep(sleep_ns); from the first create to the last
  * join. On a failed pthread_create, *created says how many were made (all

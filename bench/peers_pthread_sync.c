@@ -178,10 +178,10 @@ int wb_pthread_sem_pingpong(long n, int cpu_a, int cpu_b, int64_t *elapsed_ns)
  * They start together (after all are created) from a gate. */
 struct hammer {
 	pthread_mutex_t m;
-	pthread_spinlock_t sl; /* instead of m when spin */
-	int spin;
-	long counter; /* guarded by m */
-	uint64_t mix; /* guarded by m: a few ns of work inside */
+	pthread_spinlock_t sl; /* instead of m: WB_HAMMER_SPIN */
+	int kind;              /* WB_HAMMER_* */
+	long counter;          /* guarded by m */
+	uint64_t mix;          /* guarded by m: a few ns of work inside */
 	long per_thread;
 	atomic_int ready, go;
 };
@@ -195,14 +195,20 @@ static void *hammer_thread(void *p)
 		sched_yield();
 	if (atomic_load(&h->go) < 0)
 		return NULL;
+	if (h->kind == WB_HAMMER_YIELD) {
+		for (long i = 0; i < h->per_thread; i++)
+			sched_yield();
+		__atomic_fetch_add(&h->counter, h->per_thread, __ATOMIC_RELAXED);
+		return NULL;
+	}
 	for (long i = 0; i < h->per_thread; i++) {
-		if (h->spin)
+		if (h->kind == WB_HAMMER_SPIN)
 			pthread_spin_lock(&h->sl);
 		else
 			pthread_mutex_lock(&h->m);
 		h->counter++;
 		h->mix = h->mix * 6364136223846793005u + (uint64_t)h->counter;
-		if (h->spin)
+		if (h->kind == WB_HAMMER_SPIN)
 			pthread_spin_unlock(&h->sl);
 		else
 			pthread_mutex_unlock(&h->m);
@@ -210,10 +216,10 @@ static void *hammer_thread(void *p)
 	return NULL;
 }
 
-int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, int spin, long *counter,
+int wb_pthread_mutex_hammer(int threads, long per_thread, const int *cpus, int kind, long *counter,
 			    int64_t *elapsed_ns)
 {
-	struct hammer h = {.per_thread = per_thread, .spin = spin};
+	struct hammer h = {.per_thread = per_thread, .kind = kind};
 	pthread_t *t = calloc((size_t)threads, sizeof *t);
 	int rc = 0, made = 0;
 

@@ -10,6 +10,8 @@
  *   mutex_hammer_64_unbound    the same, placed by the scheduler (the kernel)
  *   spin_hammer_64_unbound     the same on a spinlock (weft_spinlock_t,
  *                              pthread_spinlock_t)
+ *   yield_64_unbound           64 threads only yielding, placed by the
+ *                              scheduler
  *   sleep_10k                  10,000 threads sleeping 100 ms at once
  *   sem_1m                     1,000,000 ULTs blocked on one semaphore, each
  *                              trial in a fresh process (hidden "_semwait"
@@ -358,10 +360,10 @@ static int pt_sem_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
  * 150-250 ns when both workers ran them. */
 struct hammer {
 	weft_mutex_t m;
-	weft_spinlock_t sl; /* instead of m when spin */
-	int spin;
-	long counter; /* guarded by m */
-	uint64_t mix; /* guarded by m */
+	weft_spinlock_t sl; /* instead of m: WB_HAMMER_SPIN */
+	int kind;           /* WB_HAMMER_* (peers.h) */
+	long counter;       /* guarded by m */
+	uint64_t mix;       /* guarded by m */
 	long per_thread;
 	atomic_int ready, go, err;
 };
@@ -376,14 +378,24 @@ static void *hammer_ult(void *p)
 		weft_yield();
 	if (atomic_load(&h->go) < 0)
 		return NULL;
+	int spin = h->kind == WB_HAMMER_SPIN;
+	if (h->kind == WB_HAMMER_YIELD) {
+		for (long i = 0; i < h->per_thread; i++)
+			if ((rc = weft_yield()) != 0) {
+				atomic_store(&h->err, rc);
+				return NULL;
+			}
+		__atomic_fetch_add(&h->counter, h->per_thread, __ATOMIC_RELAXED);
+		return NULL;
+	}
 	for (long i = 0; i < h->per_thread; i++) {
-		if ((rc = h->spin ? weft_spin_lock(&h->sl) : weft_mutex_lock(&h->m)) != 0) {
+		if ((rc = spin ? weft_spin_lock(&h->sl) : weft_mutex_lock(&h->m)) != 0) {
 			atomic_store(&h->err, rc);
 			return NULL;
 		}
 		h->counter++;
 		h->mix = h->mix * 6364136223846793005u + (uint64_t)h->counter;
-		if ((rc = h->spin ? weft_spin_unlock(&h->sl) : weft_mutex_unlock(&h->m)) != 0) {
+		if ((rc = spin ? weft_spin_unlock(&h->sl) : weft_mutex_unlock(&h->m)) != 0) {
 			atomic_store(&h->err, rc);
 			return NULL;
 		}
@@ -398,7 +410,8 @@ static double pct(uint64_t part, uint64_t whole)
 
 /* n: total acquisitions (a multiple of HAMMER_THREADS). c->iarg[0]: 1 for
  * the unbound row (default attributes: the scheduler places the ULTs);
- * c->iarg[1]: 1 for a weft_spinlock_t instead of the mutex. */
+ * c->iarg[1]: WB_HAMMER_MUTEX, _SPIN (a weft_spinlock_t) or _YIELD (no
+ * lock: n yields in all). */
 static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int unbound = c->iarg[0] == 1;
@@ -412,7 +425,7 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	for (int i = 0; i < HAMMER_THREADS; i++)
 		w[i] = i % weft_num_workers();
 	memset(&h, 0, sizeof h);
-	h.spin = c->iarg[1] == 1;
+	h.kind = (int)c->iarg[1];
 	h.per_thread = per > 0 ? per : 1;
 	atomic_init(&h.ready, 0);
 	atomic_init(&h.go, 0);
@@ -429,7 +442,10 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	rc = join_all(t, made, rc, s);
 	s->elapsed_ns = (double)(wb_now_ns() - t0);
 	if (!rc && (rc = atomic_load(&h.err)) != 0)
-		ERR(s, "%s: %s", h.spin ? "weft_spin_lock/unlock" : "weft_mutex_lock/unlock",
+		ERR(s, "%s: %s",
+		    h.kind == WB_HAMMER_YIELD  ? "weft_yield"
+		    : h.kind == WB_HAMMER_SPIN ? "weft_spin_lock/unlock"
+					       : "weft_mutex_lock/unlock",
 		    strerror(rc));
 	if (rc)
 		return rc;
@@ -448,15 +464,14 @@ static int weft_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	}
 	s->value = s->elapsed_ns / (double)want;
 	wb_sample_extra(s, "mops", (double)want / s->elapsed_ns * 1e3);
-	if (!h.spin) {
+	if (h.kind == WB_HAMMER_MUTEX) {
 		wb_sample_extra(s, "contended_pct", pct(st.contended, st.acquisitions));
 		wb_sample_extra(s, "parks_per_kacq", 1000.0 * (double)st.parks / (double)want);
 	}
 	return 0;
 }
 
-/* c->iarg[0]: 1 for the unpinned row; c->iarg[1]: 1 for a
- * pthread_spinlock_t. */
+/* c->iarg[0]: 1 for the unpinned row; c->iarg[1]: WB_HAMMER_*. */
 static int pt_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int unpinned = c->iarg[0] == 1;
@@ -471,7 +486,7 @@ static int pt_mutex_hammer(const wb_case_t *c, long n, wb_sample_t *s)
 	if (per < 1)
 		per = 1;
 	int rc = wb_pthread_mutex_hammer(HAMMER_THREADS, per, unpinned ? NULL : cpus,
-					 c->iarg[1] == 1, &counter, &el);
+					 (int)c->iarg[1], &counter, &el);
 	if (rc) {
 		ERR(s, "pthread_create: %s", strerror(rc));
 		return rc;
@@ -1613,25 +1628,31 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 		}
 	}
 
-	/* 64 threads on one spinlock, placed by the scheduler. */
-	{
+	/* 64 threads on one spinlock, and 64 threads only yielding, placed by
+	 * the scheduler. */
+	for (int kind = WB_HAMMER_SPIN; kind <= WB_HAMMER_YIELD; kind++) {
+		int y = kind == WB_HAMMER_YIELD;
 		wb_case_t cases[2];
 		cases[0] = (wb_case_t)SYNC_CASE(
 			WEFT_CONTEXT_ASM, weft_mutex_hammer, "any",
-			"64 ULTs, default attributes: weft_spin_lock, counter++ and a "
-			"hash step, unlock");
+			y ? "64 ULTs, default attributes, each calling weft_yield n/64 times"
+			  : "64 ULTs, default attributes: weft_spin_lock, counter++ and a hash "
+			    "step, unlock");
 		cases[0].n0 = 64 * 100;
 		cases[0].iarg[0] = 1;
-		cases[0].iarg[1] = 1;
-		cases[1] = (wb_case_t){.system = "pthread",
-				       .placement = "any",
-				       .run = pt_mutex_hammer,
-				       .n0 = 64 * 100,
-				       .ref = WB_REF_PTHREAD,
-				       .opts = o,
-				       .iarg = {1, 1},
-				       .note = "64 pthreads, not pinned, one pthread_spinlock_t"};
-		wb_group_t g = {"spin_hammer_64_unbound", "ns/acq", cases, 2};
+		cases[0].iarg[1] = kind;
+		cases[1] = (wb_case_t){
+			.system = "pthread",
+			.placement = "any",
+			.run = pt_mutex_hammer,
+			.n0 = 64 * 100,
+			.ref = WB_REF_PTHREAD,
+			.opts = o,
+			.iarg = {1, kind},
+			.note = y ? "64 pthreads, not pinned, each calling sched_yield n/64 times"
+				  : "64 pthreads, not pinned, one pthread_spinlock_t"};
+		wb_group_t g = {y ? "yield_64_unbound" : "spin_hammer_64_unbound",
+				y ? "ns/yield" : "ns/acq", cases, 2};
 		wb_row_t rows[NCASES(cases)];
 		if (wb_selected_bench(o, g.bench)) {
 			wb_run_group(o, &g, rows);

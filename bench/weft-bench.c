@@ -35,8 +35,9 @@ static const struct subcommand subcommands[] = {
 	 "          and, when built with Boost, Boost.Context and Boost.Fiber;\n"
 	 "          synchronization: mutex, condvar and semaphore ping-pongs, 64 threads\n"
 	 "          on one mutex (bound, and placed by the scheduler) and on one\n"
-	 "          spinlock, 10k sleepers, 1M ULTs blocked on a semaphore, and a TSP\n"
-	 "          once per mutex waiting policy (spin, spin-park, park, adaptive)"},
+	 "          spinlock, 64 threads yielding, 10k sleepers, 1M ULTs blocked on a\n"
+	 "          semaphore, and a TSP once per mutex waiting policy (spin,\n"
+	 "          spin-park, park, adaptive)"},
 	{"peers", wb_peers_main,
 	 "micro's rows that have peers besides glibc, each in the same run: create+join,\n"
 	 "          yield, mutex+condvar ping-pong on one worker, 64 unbound threads on\n"

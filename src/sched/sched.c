@@ -605,11 +605,11 @@ static inline int sched_direct(const wf_worker_t *w)
  * Once in 16 decisions self blocks through the queues instead, so that two
  * ULTs handing a worker back and forth cannot starve anything: the
  * pick_next that follows is the one that polls the timers, the inbox and
- * the global queue. If other ULTs wait in this worker's own queues, next
- * goes behind them as a yielding ULT would (to the global FIFO); if none
- * do, next goes to the bottom of the deque and pick_next takes it straight
- * back - an idle worker is not woken to steal it, which would only move the
- * pair to another core. A next bound to another worker is queued there.
+ * the global queue. next is put as a yielding ULT would be (steal: the
+ * worker's yield FIFO), behind whatever else is ready here; if nothing
+ * is, pick_next takes it straight back. No idle worker is woken to take
+ * it, which would only move the pair to another core. A next bound to
+ * another worker is queued there.
  * Called only by self, running on w. */
 wf_worker_t *wf_park_to(wf_worker_t *w, wf_ult_t *self, wf_parker_t *mine, wf_ult_t *next)
 {

@@ -18,6 +18,10 @@ typedef struct wf_steal {
 	long seen_top[WF_SEEN_MAX]; /* as a thief: each victim's top (+1) at the last scan */
 	int seen_count;             /* as a thief: scans that saw it unchanged */
 
+	/* ULTs that yielded or were preempted here, behind everything ready:
+	 * the owner puts and takes, a thief takes when the deque is empty. */
+	WF_ALIGNED_CL wf_mpfifo_t yielded;
+
 	/* Chase-Lev deque: the owner pushes and pops at bottom, thieves take
 	 * from top. */
 	WF_ALIGNED_CL atomic_long top;
@@ -25,7 +29,7 @@ typedef struct wf_steal {
 	_Atomic(wf_ult_t *) ring[WF_STEAL_RING];
 } wf_steal_t;
 
-/* Yields and deque overflow: one FIFO for every worker running steal. */
+/* Deque overflow: one FIFO for every worker running steal. */
 WF_HIDDEN extern wf_mpfifo_t wf_steal_shared;
 
 WF_HIDDEN wf_ult_t *wf_steal_give(wf_steal_t *victim, wf_steal_t *thief, int patient);
@@ -69,9 +73,9 @@ static inline wf_ult_t *wf_steal_pop(wf_steal_t *s)
 }
 
 /* put: a bound ULT to the local FIFO (nobody else may run it); a yielding
- * or preempted one behind everything ready, in the shared FIFO; any other to the
- * bottom of the deque, where it runs next unless a thief takes it first.
- * Called only by the owner. */
+ * or preempted one behind everything ready, in the yield FIFO; any other to
+ * the bottom of the deque, where it runs next unless a thief takes it
+ * first. Called only by the owner. */
 static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 {
 	if (u->bound_worker >= 0) {
@@ -79,20 +83,32 @@ static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 		return 0;
 	}
 	if (why == WEFT_SCHED_YIELDED || why == WEFT_SCHED_PREEMPTED)
-		wf_mpfifo_put(&wf_steal_shared, u);
+		wf_mpfifo_put(&s->yielded, u);
 	else
 		wf_steal_push(s, u);
 	return 1;
 }
 
-/* get: the shared FIFO first once in 61 decisions (so yielders are not
- * starved by a deque that never empties); bound and deque ULTs in turn;
- * then the shared FIFO. Called only by the owner. */
+/* The two FIFOs a worker running steal takes from besides its deque: its
+ * yield FIFO and the shared one (overflow). first_shared says which one
+ * is asked first; the callers alternate, so that neither starves while
+ * the other never empties (yielders that spin on a flag). */
+static inline wf_ult_t *wf_steal_fifos(wf_steal_t *s, int first_shared)
+{
+	wf_ult_t *u;
+	if (first_shared)
+		return (u = wf_mpfifo_get(&wf_steal_shared)) ? u : wf_mpfifo_get(&s->yielded);
+	return (u = wf_mpfifo_get(&s->yielded)) ? u : wf_mpfifo_get(&wf_steal_shared);
+}
+
+/* get: the two FIFOs first once in 61 decisions (so that yielders and
+ * overflow are not starved by a deque that never empties); bound and deque
+ * ULTs in turn; then the FIFOs. Called only by the owner. */
 static inline wf_ult_t *wf_steal_get(wf_steal_t *s)
 {
 	wf_ult_t *u;
 	uint32_t tick = ++s->tick;
-	if (tick % 61 == 0 && (u = wf_mpfifo_get(&wf_steal_shared)))
+	if (tick % 61 == 0 && (u = wf_steal_fifos(s, (tick / 61) & 1)))
 		return u;
 	if (s->local.head && (tick & 1))
 		return wf_fifo_pop(&s->local);
@@ -100,7 +116,7 @@ static inline wf_ult_t *wf_steal_get(wf_steal_t *s)
 		return u;
 	if ((u = wf_fifo_pop(&s->local)))
 		return u;
-	return wf_mpfifo_get(&wf_steal_shared);
+	return wf_steal_fifos(s, tick & 1);
 }
 
 /* Nothing another worker could take? A hint, for any worker. */
@@ -109,7 +125,7 @@ static inline int wf_steal_empty(const wf_steal_t *s)
 	return atomic_load_explicit(&s->bottom, memory_order_relaxed) -
 			       atomic_load_explicit(&s->top, memory_order_relaxed) <=
 		       0 &&
-	       wf_mpfifo_empty(&wf_steal_shared);
+	       wf_mpfifo_empty(&s->yielded) && wf_mpfifo_empty(&wf_steal_shared);
 }
 
 #endif

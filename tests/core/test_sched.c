@@ -550,6 +550,99 @@ static void test_many_yielding_ults_all_finish(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Yielders reach an idle worker: two unbound ULTs yield to each other on
+ * worker 0 while worker 1 is kept busy by a ULT bound there; once worker 1
+ * is free, it must take one of them from where worker 0 queues its yielders
+ * (steal: worker 0's yield FIFO), and the two then run at the same time. */
+struct yield_pair {
+	atomic_int running, overlap, yields, busy_stop, busy_started;
+};
+
+static void *yield_until_overlap(void *arg)
+{
+	struct yield_pair *p = arg;
+	uint64_t deadline = wt_now_ns() + 10000000000ull;
+	while (!atomic_load(&p->overlap) && wt_now_ns() < deadline) {
+		atomic_fetch_add(&p->running, 1);
+		for (int i = 0; i < 2000 && !atomic_load(&p->overlap); i++)
+			if (atomic_load(&p->running) == 2)
+				atomic_store(&p->overlap, 1);
+		atomic_fetch_sub(&p->running, 1);
+		atomic_fetch_add(&p->yields, 1);
+		weft_yield();
+	}
+	return NULL;
+}
+
+static void *busy_until_told(void *arg)
+{
+	struct yield_pair *p = arg;
+	atomic_store(&p->busy_started, 1);
+	while (!atomic_load(&p->busy_stop))
+		;
+	return NULL;
+}
+
+static void test_yielders_reach_an_idle_worker(void **state)
+{
+	if (wt_usable_cpus() < 2)
+		wt_skip("needs two CPUs for two workers to run at once");
+	wt_init(2);
+	struct yield_pair p = {0};
+	weft_t busy = wt_spawn_on(1, busy_until_told, &p);
+	WT_WAIT(atomic_load(&p.busy_started), 10);
+	weft_t a = wt_spawn(NULL, yield_until_overlap, &p);
+	weft_t b = wt_spawn(NULL, yield_until_overlap, &p);
+	WT_WAIT(atomic_load(&p.yields) >= 20, 10); /* both yielding, on worker 0 */
+	WT_EQ(atomic_load(&p.overlap), 0);
+	atomic_store(&p.busy_stop, 1);
+	wt_join(busy);
+	wt_join(a);
+	wt_join(b);
+	if (!atomic_load(&p.overlap))
+		fail_msg("two yielding ULTs never ran at once on two workers in 10 s (%d yields)",
+			 atomic_load(&p.yields));
+	WT_OK(weft_shutdown());
+}
+
+/* ULTs queued past a full run queue are not starved by yielders: on one
+ * worker, two ULTs that yield until 1000 others have run are made, then
+ * the 1000 at once (more than steal's deque holds, so the last ones wait
+ * in its overflow FIFO). The two run once the deque is empty and yield to
+ * each other from then on; every queued ULT must still get its turn - a
+ * worker that always asked its yield FIFO first would run the two
+ * forever. */
+enum { QUEUED = 1000 };
+static atomic_int queued_ran;
+
+static void *count_and_return(void *arg)
+{
+	atomic_fetch_add(&queued_ran, 1);
+	return arg;
+}
+
+static void *yield_until_all_ran(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&queued_ran) < QUEUED)
+		weft_yield();
+	return NULL;
+}
+
+static void test_queued_ults_not_starved_by_yielders(void **state)
+{
+	wt_init(1);
+	static weft_t t[QUEUED + 2];
+	t[0] = wt_spawn(NULL, yield_until_all_ran, NULL);
+	t[1] = wt_spawn(NULL, yield_until_all_ran, NULL);
+	for (int i = 2; i < QUEUED + 2; i++)
+		t[i] = wt_spawn(NULL, count_and_return, NULL);
+	for (int i = 0; i < QUEUED + 2; i++)
+		wt_join(t[i]);
+	WT_EQ(atomic_load(&queued_ran), QUEUED);
+	WT_OK(weft_shutdown());
+}
+
 /* ---- errno per ULT ---------------------------------------------------------- */
 
 /* errno through calls the compiler cannot fold: __errno_location is a
@@ -631,6 +724,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_worker_id_matches_kernel_thread),
 		cmocka_unit_test(test_idle_workers_sleep),
 		cmocka_unit_test(test_many_yielding_ults_all_finish),
+		cmocka_unit_test(test_yielders_reach_an_idle_worker),
+		cmocka_unit_test(test_queued_ults_not_starved_by_yielders),
 		cmocka_unit_test(test_errno_is_per_ult_on_one_worker),
 		cmocka_unit_test(test_errno_follows_a_migrating_ult),
 	};
