@@ -162,6 +162,9 @@ static struct {
 	wf_ult_t **run_u;
 	uint64_t *run_ns;
 	uint64_t *run_cpu; /* its carrier's CPU time at the last sweep */
+	/* ... and for the same run, the sweeps left until the next look at
+	 * whether its kernel thread waits in a futex, and the last gap. */
+	unsigned *probe_in, *probe_gap;
 } cr = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* 1: the monitor sleeps until the next section's begin or a loop starting
@@ -772,6 +775,26 @@ static int in_plain_futex_wait(pid_t tid)
 	       timeout == 0;
 }
 
+/* Worker i's kernel thread used no CPU since the last sweep: does it wait
+ * in a plain futex? Asked of /proc at once, then - while the answer stays
+ * no in the same run - after 2, 4, ... up to PROBE_GAP_MAX sweeps: a ULT
+ * that sleeps in another system call (a nanosleep weft does not see) cost
+ * a /proc read every sweep, 3% of a core for an idle process. */
+#define PROBE_GAP_MAX 32
+static int futex_waiting(int i, pid_t tid)
+{
+	if (cr.probe_in[i]) {
+		cr.probe_in[i]--;
+		return 0;
+	}
+	if (in_plain_futex_wait(tid))
+		return 1;
+	unsigned gap = cr.probe_gap[i];
+	cr.probe_gap[i] = gap == 0 ? 1 : gap < PROBE_GAP_MAX ? gap * 2 : PROBE_GAP_MAX;
+	cr.probe_in[i] = cr.probe_gap[i];
+	return 0;
+}
+
 static int watch_run(int i, wf_worker_t *w, uint64_t now)
 {
 	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
@@ -782,12 +805,14 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 			       ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec
 			       : 0;
 	int stuck = n == cr.run_n[i] && u == cr.run_u[i];
+	int blocked = cpu && cpu == cr.run_cpu[i]; /* in the kernel since the last sweep */
 	if (!stuck) {
 		cr.run_n[i] = n;
 		cr.run_u[i] = u;
 		cr.run_ns[i] = now;
+		cr.probe_in[i] = cr.probe_gap[i] = 0;
 	} else if (now - cr.run_ns[i] >= (uint64_t)wf_rt.preempt_ns ||
-		   (cpu && cpu == cr.run_cpu[i] && in_plain_futex_wait(c->tid))) {
+		   (blocked && futex_waiting(i, c->tid))) {
 		/* A slice without a decision - or a ULT that has not run at all
 		 * since the last sweep because its kernel thread waits in a
 		 * futex of its own (OpenMP's), holding the worker. Either way
@@ -812,7 +837,9 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 			wf_preempt_kick(w);
 		return 1;
 	}
-	return stuck;
+	/* Stuck, but in a system call that is no futex wait: the monitor's
+	 * fast pace would only ask /proc again (futex_waiting backs off). */
+	return stuck && !(blocked && cr.probe_gap[i]);
 }
 
 /* Look at every worker: retake those whose section is the one seen at
@@ -929,7 +956,10 @@ int wf_carriers_start(void)
 	cr.run_u = calloc((size_t)n, sizeof *cr.run_u);
 	cr.run_ns = calloc((size_t)n, sizeof *cr.run_ns);
 	cr.run_cpu = calloc((size_t)n, sizeof *cr.run_cpu);
-	if (!cr.seen_ns || !cr.seen_v || !cr.run_n || !cr.run_u || !cr.run_ns || !cr.run_cpu)
+	cr.probe_in = calloc((size_t)n, sizeof *cr.probe_in);
+	cr.probe_gap = calloc((size_t)n, sizeof *cr.probe_gap);
+	if (!cr.seen_ns || !cr.seen_v || !cr.run_n || !cr.run_u || !cr.run_ns || !cr.run_cpu ||
+	    !cr.probe_in || !cr.probe_gap)
 		goto fail;
 
 	int first = 0; /* the first worker a new kernel thread carries */
@@ -1075,6 +1105,9 @@ void wf_carriers_free(void)
 	free(cr.run_ns);
 	free(cr.run_cpu);
 	cr.run_cpu = NULL;
+	free(cr.probe_in);
+	free(cr.probe_gap);
+	cr.probe_in = cr.probe_gap = NULL;
 	cr.seen_ns = NULL;
 	cr.seen_v = NULL;
 	cr.run_n = NULL;
