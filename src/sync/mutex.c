@@ -25,7 +25,7 @@
  * poll per pause, 64 ULTs taking one mutex on two workers saw the lock
  * change workers every 4-5 acquisitions and paid 150 ns per acquisition,
  * against 22 ns on one worker; with the backoff, the worker that holds the
- * lock takes it many times between two polls of the other (about 30
+ * lock takes it many times between two polls of the other (15-20
  * acquisitions per change) and an acquisition costs ~50 ns. The price is
  * that a spinner sees a release up to BACKOFF_CAP pauses late, while
  * the releasing worker may take the lock again - as glibc's mutex lets it.
