@@ -185,7 +185,6 @@ int weft_sem_getvalue(weft_sem_t *s, int *value)
 /* ---- spinlocks ------------------------------------------------------------------ */
 
 #define SPIN_YIELD_EVERY 256 /* pauses between two yields of a spinning thread */
-#define SPIN_BACKOFF_CAP 64  /* pauses between two polls, at most */
 
 int weft_spin_init(weft_spinlock_t *l, int pshared)
 {
@@ -208,18 +207,14 @@ int weft_spin_lock(weft_spinlock_t *l)
 		return EINVAL;
 	/* Polls back off exponentially, as a mutex's spinner does (mutex.c:
 	 * each poll costs the holder its cache line). */
-	for (unsigned delay = 1, since_yield = 0;;) {
+	for (int delay = 1, since_yield = 0;;) {
 		if (!WF_LOAD_RLX(&l->locked) &&
 		    !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
 			return 0;
-		for (unsigned i = 0; i < delay; i++)
-			wf_cpu_relax();
-		if (delay < SPIN_BACKOFF_CAP)
-			delay *= 2;
 		/* The holder may be a ULT waiting for this very worker; a
 		 * signal given to us meanwhile (we spin inside weft, where
 		 * no handler runs: sync/procsig.c) is taken here. */
-		if ((since_yield += delay) >= SPIN_YIELD_EVERY) {
+		if ((since_yield += wf_cpu_backoff(&delay)) >= SPIN_YIELD_EVERY) {
 			since_yield = 0;
 			wf_sig_deliver_sent(wf_yield()); /* sched_yield if no ULT */
 		}

@@ -17,17 +17,17 @@
  * number of polls.
  *
  * Spinning backs off. After each poll that found the lock held the spinner
- * waits twice as many pauses as before the last one, up to BACKOFF_CAP
+ * waits twice as many pauses as before the last one, up to WF_BACKOFF_CAP
  * (the test-and-test-and-set lock with exponential backoff of Anderson,
  * "The Performance of Spin Lock Alternatives for Shared-Memory
  * Multiprocessors", 1990). Every poll pulls the lock's cache line to the
  * spinner's core, and the holder's next lock or unlock then misses. With a
  * poll per pause, 64 ULTs taking one mutex on two workers saw the lock
- * change workers every 4-5 acquisitions and paid 150 ns per acquisition,
- * against 22 ns on one worker; with the backoff, the worker that holds the
- * lock takes it many times between two polls of the other (15-20
- * acquisitions per change) and an acquisition costs ~50 ns. The price is
- * that a spinner sees a release up to BACKOFF_CAP pauses late, while
+ * change workers every 4-5 acquisitions (weft-bench micro's
+ * mutex_hammer_64_unbound: 118-136 ns per acquisition); with the backoff,
+ * the worker that holds the lock takes it many times between two polls of
+ * the other (15-20 acquisitions per change): 53-63 ns. The price is
+ * that a spinner sees a release up to WF_BACKOFF_CAP pauses late, while
  * the releasing worker may take the lock again - as glibc's mutex lets it.
  *
  * Adaptive tuning. After every contended acquisition the new holder records
@@ -76,7 +76,6 @@
 #define SPIN_CEIL    8192
 #define WINDOW       64
 #define YIELD_EVERY  128 /* SPIN policy: pauses between two yields */
-#define BACKOFF_CAP  64  /* pauses between two polls, at most */
 
 static int valid_type(int t)
 {
@@ -284,21 +283,16 @@ static int contend(weft_mutex_t *m, uint64_t deadline, int flags)
 				spun = 1;
 				goto acquired;
 			}
-			for (int i = 0; i < delay; i++)
-				wf_cpu_relax();
-			if (policy == WEFT_LOCK_SPIN) {
+			int waited = wf_cpu_backoff(&delay);
+			if (policy != WEFT_LOCK_SPIN) {
+				spent += waited;
+			} else if ((since_yield += waited) >= YIELD_EVERY) {
 				/* No budget: count only towards the next yield. */
-				if ((since_yield += delay) >= YIELD_EVERY) {
-					since_yield = 0;
-					yield_worker();
-					if (deadline && wf_now_ns() >= deadline)
-						return ETIMEDOUT;
-				}
-			} else {
-				spent += delay;
+				since_yield = 0;
+				yield_worker();
+				if (deadline && wf_now_ns() >= deadline)
+					return ETIMEDOUT;
 			}
-			if (delay < BACKOFF_CAP)
-				delay *= 2;
 		}
 	}
 	/* Park: mark the lock waited-on (2) and sleep while it stays held. */

@@ -66,6 +66,20 @@ static inline void wf_cpu_relax(void)
 #endif
 }
 
+/* A poll of a contended word backs off: pause *delay times, then double
+ * *delay, up to WF_BACKOFF_CAP. Returns the pauses waited. Why: at the top
+ * of sync/mutex.c. */
+#define WF_BACKOFF_CAP 64
+static inline int wf_cpu_backoff(int *delay)
+{
+	int d = *delay;
+	for (int i = 0; i < d; i++)
+		wf_cpu_relax();
+	if (d < WF_BACKOFF_CAP)
+		*delay = d * 2;
+	return d;
+}
+
 /* Read up to n-1 bytes of a /proc file into buf, NUL-terminated; the
  * length, or -1. Raw system calls: libweft-pthread.so defines open and
  * read. Async-signal-safe. */
