@@ -60,6 +60,7 @@ struct wb_case {
 	wb_run_fn run;
 	wb_run_fn inner; /* for wrappers such as the weft session */
 	int context;     /* weft context backend (enum weft_context_kind), 0 for peers */
+	int workers;     /* > 0: the weft session's workers (else opts->workers) */
 	int weft;        /* 1: runs weft (the harness checks the affinity afterwards) */
 	long n;          /* fixed size of a run; 0: calibrate */
 	long n0;         /* calibration: first size to try */

@@ -60,7 +60,7 @@ const char *wb_peers_built(void)
 
 /* ---- a weft session around each run ------------------------------------ */
 
-static int weft_start(const wb_opts_t *o, int context, char *err, size_t errlen)
+static int weft_start(const wb_opts_t *o, int context, int workers, char *err, size_t errlen)
 {
 	weft_config_t cfg;
 	int rc = weft_config_init(&cfg);
@@ -70,7 +70,9 @@ static int weft_start(const wb_opts_t *o, int context, char *err, size_t errlen)
 		return rc;
 	}
 	cfg.context = context;
-	if (o->workers > 0)
+	if (workers > 0)
+		cfg.workers = workers;
+	else if (o->workers > 0)
 		cfg.workers = o->workers;
 	if (o->pin >= 0)
 		cfg.pin = o->pin;
@@ -98,7 +100,7 @@ static int weft_stop(char *err, size_t errlen)
 
 int wb_weft_session(const wb_case_t *c, long n, wb_sample_t *s)
 {
-	int rc = weft_start(c->opts, c->context, s->error, sizeof s->error);
+	int rc = weft_start(c->opts, c->context, c->workers, s->error, sizeof s->error);
 	if (rc)
 		return rc;
 	int brc = c->inner(c, n, s);
@@ -218,12 +220,14 @@ static void *yielder(void *p)
 	return NULL;
 }
 
-/* Two ULTs bound to worker 0, each calling weft_yield n times: 2n switches.
- * iarg[0]: their thread-local storage (tls_of). */
+/* Two ULTs bound to worker 0 (iarg[1] 0), or unbound (iarg[1] 1, in a
+ * one-worker session: c->workers), each calling weft_yield n times: 2n
+ * switches. iarg[0]: their thread-local storage (tls_of). */
 static int weft_yield_pair(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	int64_t t0 = wb_now_ns();
-	int rc = run_pair(yielder, &n, &n, 0, 0, tls_of(c), s);
+	int w = c->iarg[1] ? -1 : 0;
+	int rc = run_pair(yielder, &n, &n, w, w, tls_of(c), s);
 	if (rc)
 		return rc;
 	s->elapsed_ns = (double)(wb_now_ns() - t0);
@@ -842,7 +846,7 @@ int wb_micro_main(const wb_opts_t *o)
 
 	/* Probe: does the runtime start, and with how many workers? */
 	weft_config_init(&cfg);
-	if (weft_start(o, WEFT_CONTEXT_ASM, weft_err, sizeof weft_err) == 0) {
+	if (weft_start(o, WEFT_CONTEXT_ASM, 0, weft_err, sizeof weft_err) == 0) {
 		nworkers = weft_num_workers();
 		weft_stop(weft_err, sizeof weft_err);
 		wb_affinity_restore();
@@ -1002,6 +1006,31 @@ int wb_micro_main(const wb_opts_t *o)
 	}
 	tls_own_group(o, &r, "yield_tls_own", "ns/switch", weft_yield_pair, "worker 0",
 		      "2 ULTs with WEFT_TLS_OWN x n weft_yield; RT = 2 switches");
+
+	/* yield_unbound: the yield row's switches with ULTs a program would
+	 * make - not bound to a worker - on a one-worker runtime, as Go's row
+	 * runs on one P: they queue where any idle worker could take them. */
+	{
+		wb_case_t cases[] = {
+			WEFT_CASE(WEFT_CONTEXT_ASM, weft_yield_pair, "1 worker",
+				  "2 unbound ULTs x n weft_yield on a one-worker runtime; RT = 2 "
+				  "switches"),
+			WEFT_CASE(WEFT_CONTEXT_UCONTEXT, weft_yield_pair, "1 worker",
+				  "2 unbound ULTs x n weft_yield on a one-worker runtime; RT = 2 "
+				  "switches"),
+		};
+		for (size_t i = 0; i < NCASES(cases); i++) {
+			cases[i].workers = 1;
+			cases[i].iarg[1] = 1;
+			cases[i].no_ratio = 1;
+		}
+		wb_group_t g = {"yield_unbound", "ns/switch", cases, NCASES(cases)};
+		wb_row_t rows[NCASES(cases)];
+		if (wb_selected_bench(o, g.bench)) {
+			wb_run_group(o, &g, rows);
+			emit(&r, rows, g.ncases);
+		}
+	}
 
 	/* park/unpark ping-pong, one worker and two */
 	for (int two = 0; two <= 1; two++) {

@@ -6,6 +6,7 @@
 #define WF_STEAL_H
 
 #include "sched/sched.h"
+#include "util/bias.h"
 
 #define WF_STEAL_RING 256 /* deque slots per worker; a power of two */
 #define WF_SEEN_MAX   64  /* victims a thief remembers (a power of two) */
@@ -19,8 +20,13 @@ typedef struct wf_steal {
 	int seen_count;             /* as a thief: scans that saw it unchanged */
 
 	/* ULTs that yielded or were preempted here, behind everything ready:
-	 * the owner puts and takes, a thief takes when the deque is empty. */
-	WF_ALIGNED_CL wf_mpfifo_t yielded;
+	 * the owner puts and takes on its side of an owner-biased lock (no
+	 * locked instruction), a thief takes when the deque is empty, on the
+	 * other side (a membarrier). n_yielded is their number, for hints;
+	 * only the owner adds to it, so its own read of 0 is exact. */
+	WF_ALIGNED_CL wf_bias_lock_t ylock;
+	wf_fifo_t yielded;
+	atomic_int n_yielded;
 
 	/* Chase-Lev deque: the owner pushes and pops at bottom, thieves take
 	 * from top. */
@@ -72,6 +78,38 @@ static inline wf_ult_t *wf_steal_pop(wf_steal_t *s)
 	return u;
 }
 
+/* The yield FIFO's sides: the owner's put and get, a thief's take
+ * (steal.c). */
+static inline void wf_steal_yield_put(wf_steal_t *s, wf_ult_t *u)
+{
+	wf_bias_owner_lock(&s->ylock);
+	wf_fifo_push(&s->yielded, u);
+	atomic_store_explicit(&s->n_yielded,
+			      atomic_load_explicit(&s->n_yielded, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	wf_bias_owner_unlock(&s->ylock);
+}
+
+static inline wf_ult_t *wf_steal_yield_pop(wf_steal_t *s)
+{
+	wf_ult_t *u = wf_fifo_pop(&s->yielded);
+	if (u)
+		atomic_store_explicit(&s->n_yielded,
+				      atomic_load_explicit(&s->n_yielded, memory_order_relaxed) - 1,
+				      memory_order_relaxed);
+	return u;
+}
+
+static inline wf_ult_t *wf_steal_yield_get(wf_steal_t *s)
+{
+	if (!atomic_load_explicit(&s->n_yielded, memory_order_relaxed))
+		return NULL;
+	wf_bias_owner_lock(&s->ylock);
+	wf_ult_t *u = wf_steal_yield_pop(s);
+	wf_bias_owner_unlock(&s->ylock);
+	return u;
+}
+
 /* put: a bound ULT to the local FIFO (nobody else may run it); a yielding
  * or preempted one behind everything ready, in the yield FIFO; any other to
  * the bottom of the deque, where it runs next unless a thief takes it
@@ -83,7 +121,7 @@ static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 		return 0;
 	}
 	if (why == WEFT_SCHED_YIELDED || why == WEFT_SCHED_PREEMPTED)
-		wf_mpfifo_put(&s->yielded, u);
+		wf_steal_yield_put(s, u);
 	else
 		wf_steal_push(s, u);
 	return 1;
@@ -97,8 +135,8 @@ static inline wf_ult_t *wf_steal_fifos(wf_steal_t *s, int first_shared)
 {
 	wf_ult_t *u;
 	if (first_shared)
-		return (u = wf_mpfifo_get(&wf_steal_shared)) ? u : wf_mpfifo_get(&s->yielded);
-	return (u = wf_mpfifo_get(&s->yielded)) ? u : wf_mpfifo_get(&wf_steal_shared);
+		return (u = wf_mpfifo_get(&wf_steal_shared)) ? u : wf_steal_yield_get(s);
+	return (u = wf_steal_yield_get(s)) ? u : wf_mpfifo_get(&wf_steal_shared);
 }
 
 /* get: the two FIFOs first once in 61 decisions (so that yielders and
@@ -125,7 +163,8 @@ static inline int wf_steal_empty(const wf_steal_t *s)
 	return atomic_load_explicit(&s->bottom, memory_order_relaxed) -
 			       atomic_load_explicit(&s->top, memory_order_relaxed) <=
 		       0 &&
-	       wf_mpfifo_empty(&s->yielded) && wf_mpfifo_empty(&wf_steal_shared);
+	       !atomic_load_explicit(&s->n_yielded, memory_order_relaxed) &&
+	       wf_mpfifo_empty(&wf_steal_shared);
 }
 
 #endif

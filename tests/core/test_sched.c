@@ -605,6 +605,58 @@ static void test_yielders_reach_an_idle_worker(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Thieves and the owner on one yield FIFO: rounds of eight unbound ULTs
+ * that yield 500, 1000, ... 4000 times on two workers. A worker whose
+ * ULTs are done takes one from the other worker's yield FIFO (its
+ * owner-biased lock's rare side, steal.c) while that worker puts and takes
+ * on it (the owner's side, without a locked instruction); a ULT that shows
+ * up on another worker right after a yield was taken so. Rounds go on
+ * until YS_TAKEN takes (or 10 s). A FIFO the two sides corrupt loses a
+ * ULT (its join times out) or hands one out twice (the scheduler aborts on
+ * the double move); the yield counts catch anything else. */
+enum { YS_ULTS = 8, YS_YIELDS = 500, YS_TAKEN = 500 };
+static atomic_long ys_yields, ys_taken;
+
+static void *yield_n(void *arg)
+{
+	long n = (long)arg, i;
+	int w = weft_worker_id();
+	for (i = 0; i < n; i++) {
+		weft_yield();
+		int now = weft_worker_id();
+		if (now != w)
+			atomic_fetch_add(&ys_taken, 1);
+		w = now;
+	}
+	atomic_fetch_add(&ys_yields, i);
+	return (void *)i;
+}
+
+static void test_thieves_take_yielders_safely(void **state)
+{
+	if (wt_usable_cpus() < 2)
+		wt_skip("needs two CPUs for two workers to run at once");
+	wt_init(2);
+	uint64_t deadline = wt_now_ns() + 10000000000ull;
+	long rounds = 0;
+	while (atomic_load(&ys_taken) < YS_TAKEN && wt_now_ns() < deadline) {
+		weft_t t[YS_ULTS];
+		for (long i = 0; i < YS_ULTS; i++)
+			t[i] = wt_spawn(NULL, yield_n, (void *)(YS_YIELDS * (i + 1)));
+		for (long i = 0; i < YS_ULTS; i++) {
+			void *r;
+			WT_OK(weft_join(t[i], &r));
+			WT_EQ((long)r, YS_YIELDS * (i + 1));
+		}
+		rounds++;
+	}
+	WT_EQ(atomic_load(&ys_yields), rounds * YS_YIELDS * YS_ULTS * (YS_ULTS + 1) / 2);
+	if (!atomic_load(&ys_taken))
+		fail_msg("no yielder was taken by the other worker in 10 s: the test did not "
+			 "exercise the thieves' side");
+	WT_OK(weft_shutdown());
+}
+
 /* ULTs queued past a full run queue are not starved by yielders: on one
  * worker, two ULTs that yield until 1000 others have run are made, then
  * the 1000 at once (more than steal's deque holds, so the last ones wait
@@ -725,6 +777,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_idle_workers_sleep),
 		cmocka_unit_test(test_many_yielding_ults_all_finish),
 		cmocka_unit_test(test_yielders_reach_an_idle_worker),
+		cmocka_unit_test(test_thieves_take_yielders_safely),
 		cmocka_unit_test(test_queued_ults_not_starved_by_yielders),
 		cmocka_unit_test(test_errno_is_per_ult_on_one_worker),
 		cmocka_unit_test(test_errno_follows_a_migrating_ult),
