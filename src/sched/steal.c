@@ -4,7 +4,9 @@
  * ring of WF_STEAL_RING slots. The owner pushes and pops at the bottom
  * (LIFO: a ULT just created or woken runs next, and fork-join programs run
  * depth-first, so few stacks are alive at once); thieves take from the top
- * (the oldest entry, in fork-join the biggest piece of work). A full ring
+ * (the oldest entry, in fork-join the biggest piece of work). The bottom
+ * entry itself waits in `next`, out of the ring: a put moves the one there
+ * down into the ring. A full ring
  * sends further pushes to the shared FIFO, which every worker running
  * steal takes from. Yielding (and preempted) ULTs go to the worker's yield
  * FIFO, behind everything ready; a thief takes from it when the deque is
@@ -29,6 +31,19 @@
  * ones, whose FIFO is private (yield). The owner's side of the biased lock
  * is two stores and a load; a thief pays a membarrier (2.3 us here with
  * the other CPU busy), only when a ULT is there to take: 21-35 ns.
+ *
+ * Why next: a hand-off between two ULTs on one worker - a wake then a
+ * park (a condition variable, a semaphore, weft_unpark), a create then a
+ * join - queued the ULT and popped it again at once. The deque's pop costs
+ * an exchange, and a CAS too for its last entry: about 10 ns each here,
+ * 30-40 ns per round trip of unbound ULTs, which bound ones (the local
+ * FIFO) did not pay. next is under the same owner-biased lock as the yield
+ * FIFO. A thief takes it only when the deque and the yield FIFO are empty,
+ * and only once it has seen the same ULT there on STEAL_PATIENCE scans
+ * (or when it is about to sleep): a next that keeps changing belongs to
+ * ULTs handing the worker to each other, which a steal would split over
+ * two cores. (Taking whatever is there after the membarrier, thieves split
+ * a condition variable ping-pong ~4,000 times in 200,000 round trips.)
  *
  * Ordering (Le, Pop, Cohen, Zappa Nardelli, "Correct and Efficient
  * Work-Stealing for Weak Memory Models", 2013): the owner's pop publishes the
@@ -58,39 +73,71 @@
 
 wf_mpfifo_t wf_steal_shared;
 
-/* The first ULT of victim's yield FIFO, on the other side of its
- * owner-biased lock: a membarrier, paid only when there is one to take. */
+/* The first ULT of victim's yield FIFO, or its next, on the other side of
+ * its owner-biased lock: a membarrier, paid only when there is one to
+ * take. */
 static wf_ult_t *take_yielded(wf_steal_t *victim)
 {
 	if (!atomic_load_explicit(&victim->n_yielded, memory_order_relaxed))
 		return NULL;
-	wf_bias_other_lock(&victim->ylock);
+	wf_bias_other_lock(&victim->own);
 	wf_ult_t *u = wf_steal_yield_pop(victim);
-	wf_bias_other_unlock(&victim->ylock);
+	wf_bias_other_unlock(&victim->own);
 	return u;
 }
 
-/* Take the oldest ULT of victim's deque, or, if it is empty, the first of
- * its yield FIFO. patient: take a single queued ULT at once (the thief is
- * about to sleep). Called by the thief's owner, concurrently with the
+/* victim's next, if it still is `seen` (NULL: whatever it is). */
+static wf_ult_t *take_next(wf_steal_t *victim, wf_ult_t *seen)
+{
+	wf_bias_other_lock(&victim->own);
+	wf_ult_t *u = atomic_load_explicit(&victim->next, memory_order_relaxed);
+	if (seen && u != seen)
+		u = NULL;
+	else
+		atomic_store_explicit(&victim->next, NULL, memory_order_relaxed);
+	wf_bias_other_unlock(&victim->own);
+	return u;
+}
+
+/* Has the thief seen the same key at victim on STEAL_PATIENCE scans in a
+ * row? The key names victim's lone ready ULT: its top (+1) for a deque
+ * entry, the ULT itself for next. */
+static int lone_for_long(wf_steal_t *victim, wf_steal_t *thief, long key)
+{
+	long *seen = &thief->seen_top[victim->worker & (WF_SEEN_MAX - 1)];
+	if (*seen != key) {
+		*seen = key;
+		thief->seen_count = 0;
+		return 0;
+	}
+	return ++thief->seen_count >= STEAL_PATIENCE;
+}
+
+/* Take the oldest ULT of victim's deque; if it is empty, the first of its
+ * yield FIFO, else its next. A lone ready ULT is left to its owner until
+ * the thief has seen it there for a while (lone_for_long), unless patient:
+ * the thief is about to sleep. A next is taken only if it is still the
+ * one seen: one that keeps changing belongs to ULTs handing the worker to
+ * each other, which a steal would only split over two cores (and the take
+ * costs a membarrier). Called by the thief's owner, concurrently with the
  * victim's. */
 wf_ult_t *wf_steal_give(wf_steal_t *victim, wf_steal_t *thief, int patient)
 {
 	long t = atomic_load_explicit(&victim->top, memory_order_seq_cst);
 	long b = atomic_load_explicit(&victim->bottom, memory_order_seq_cst);
-	if (t >= b)
-		return take_yielded(victim);
-	long *seen = &thief->seen_top[victim->worker & (WF_SEEN_MAX - 1)];
-	if (b - t == 1 && !patient) {
-		/* Leave a lone fresh entry to its owner for a while. */
-		if (*seen != t + 1) {
-			*seen = t + 1;
-			thief->seen_count = 0;
+	wf_ult_t *next = atomic_load_explicit(&victim->next, memory_order_relaxed);
+	if (t >= b) {
+		wf_ult_t *u = take_yielded(victim);
+		if (u || !next)
+			return u;
+		if (patient)
+			return take_next(victim, NULL);
+		if (!lone_for_long(victim, thief, (long)(uintptr_t)next))
 			return NULL;
-		}
-		if (++thief->seen_count < STEAL_PATIENCE)
-			return NULL;
+		return take_next(victim, next);
 	}
+	if (b - t == 1 && !next && !patient && !lone_for_long(victim, thief, t + 1))
+		return NULL;
 	wf_ult_t *u =
 		atomic_load_explicit(&victim->ring[t & (WF_STEAL_RING - 1)], memory_order_relaxed);
 	if (!atomic_compare_exchange_strong_explicit(&victim->top, &t, t + 1, memory_order_seq_cst,

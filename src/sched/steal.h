@@ -19,12 +19,19 @@ typedef struct wf_steal {
 	long seen_top[WF_SEEN_MAX]; /* as a thief: each victim's top (+1) at the last scan */
 	int seen_count;             /* as a thief: scans that saw it unchanged */
 
-	/* ULTs that yielded or were preempted here, behind everything ready:
-	 * the owner puts and takes on its side of an owner-biased lock (no
-	 * locked instruction), a thief takes when the deque is empty, on the
-	 * other side (a membarrier). n_yielded is their number, for hints;
-	 * only the owner adds to it, so its own read of 0 is exact. */
-	WF_ALIGNED_CL wf_bias_lock_t ylock;
+	/* The owner's end, under one owner-biased lock (util/bias.h): the
+	 * owner puts and takes on its side (no locked instruction), a thief
+	 * takes on the other (a membarrier), only once the deque is empty.
+	 *   next     the ULT put last as new or woken: the deque's bottom
+	 *            entry, kept out of the deque so that a hand-off (a wake
+	 *            then a park, a create then a join) costs no locked
+	 *            instruction (the deque's pop costs an exchange, and a CAS
+	 *            for its last entry);
+	 *   yielded  ULTs that yielded or were preempted here, behind
+	 *            everything ready; n_yielded is their number, for hints.
+	 * Only the owner fills either, so its own read of empty is exact. */
+	WF_ALIGNED_CL wf_bias_lock_t own;
+	_Atomic(wf_ult_t *) next;
 	wf_fifo_t yielded;
 	atomic_int n_yielded;
 
@@ -78,16 +85,39 @@ static inline wf_ult_t *wf_steal_pop(wf_steal_t *s)
 	return u;
 }
 
+/* The owner's side of next: put u there (the one it held goes to the
+ * deque's bottom, right below), take what is there. */
+static inline void wf_steal_put_next(wf_steal_t *s, wf_ult_t *u)
+{
+	wf_bias_owner_lock(&s->own);
+	wf_ult_t *prev = atomic_load_explicit(&s->next, memory_order_relaxed);
+	atomic_store_explicit(&s->next, u, memory_order_relaxed);
+	wf_bias_owner_unlock(&s->own);
+	if (prev)
+		wf_steal_push(s, prev);
+}
+
+static inline wf_ult_t *wf_steal_take_next(wf_steal_t *s)
+{
+	if (!atomic_load_explicit(&s->next, memory_order_relaxed))
+		return NULL;
+	wf_bias_owner_lock(&s->own);
+	wf_ult_t *u = atomic_load_explicit(&s->next, memory_order_relaxed);
+	atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
+	wf_bias_owner_unlock(&s->own);
+	return u;
+}
+
 /* The yield FIFO's sides: the owner's put and get, a thief's take
  * (steal.c). */
 static inline void wf_steal_yield_put(wf_steal_t *s, wf_ult_t *u)
 {
-	wf_bias_owner_lock(&s->ylock);
+	wf_bias_owner_lock(&s->own);
 	wf_fifo_push(&s->yielded, u);
 	atomic_store_explicit(&s->n_yielded,
 			      atomic_load_explicit(&s->n_yielded, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
-	wf_bias_owner_unlock(&s->ylock);
+	wf_bias_owner_unlock(&s->own);
 }
 
 static inline wf_ult_t *wf_steal_yield_pop(wf_steal_t *s)
@@ -104,16 +134,16 @@ static inline wf_ult_t *wf_steal_yield_get(wf_steal_t *s)
 {
 	if (!atomic_load_explicit(&s->n_yielded, memory_order_relaxed))
 		return NULL;
-	wf_bias_owner_lock(&s->ylock);
+	wf_bias_owner_lock(&s->own);
 	wf_ult_t *u = wf_steal_yield_pop(s);
-	wf_bias_owner_unlock(&s->ylock);
+	wf_bias_owner_unlock(&s->own);
 	return u;
 }
 
 /* put: a bound ULT to the local FIFO (nobody else may run it); a yielding
  * or preempted one behind everything ready, in the yield FIFO; any other to
- * the bottom of the deque, where it runs next unless a thief takes it
- * first. Called only by the owner. */
+ * next, the bottom of the deque, where it runs next unless a thief takes
+ * it first. Called only by the owner. */
 static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 {
 	if (u->bound_worker >= 0) {
@@ -123,7 +153,7 @@ static inline int wf_steal_put(wf_steal_t *s, wf_ult_t *u, int why)
 	if (why == WEFT_SCHED_YIELDED || why == WEFT_SCHED_PREEMPTED)
 		wf_steal_yield_put(s, u);
 	else
-		wf_steal_push(s, u);
+		wf_steal_put_next(s, u);
 	return 1;
 }
 
@@ -141,7 +171,7 @@ static inline wf_ult_t *wf_steal_fifos(wf_steal_t *s, int first_shared)
 
 /* get: the two FIFOs first once in 61 decisions (so that yielders and
  * overflow are not starved by a deque that never empties); bound and deque
- * ULTs in turn; then the FIFOs. Called only by the owner. */
+ * ULTs (next first) in turn; then the FIFOs. Called only by the owner. */
 static inline wf_ult_t *wf_steal_get(wf_steal_t *s)
 {
 	wf_ult_t *u;
@@ -150,7 +180,7 @@ static inline wf_ult_t *wf_steal_get(wf_steal_t *s)
 		return u;
 	if (s->local.head && (tick & 1))
 		return wf_fifo_pop(&s->local);
-	if ((u = wf_steal_pop(s)))
+	if ((u = wf_steal_take_next(s)) || (u = wf_steal_pop(s)))
 		return u;
 	if ((u = wf_fifo_pop(&s->local)))
 		return u;
@@ -163,6 +193,7 @@ static inline int wf_steal_empty(const wf_steal_t *s)
 	return atomic_load_explicit(&s->bottom, memory_order_relaxed) -
 			       atomic_load_explicit(&s->top, memory_order_relaxed) <=
 		       0 &&
+	       !atomic_load_explicit(&s->next, memory_order_relaxed) &&
 	       !atomic_load_explicit(&s->n_yielded, memory_order_relaxed) &&
 	       wf_mpfifo_empty(&wf_steal_shared);
 }

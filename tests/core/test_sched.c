@@ -380,6 +380,40 @@ static void *set_flag(void *arg)
 	return NULL;
 }
 
+/* A lone new ULT reaches an idle worker: a ULT makes one child and then
+ * computes without a scheduling point (preemption off) until the child
+ * has run. The child waits as its worker's next ULT (steal.c, "next"),
+ * which an idle worker takes only once it has seen it there on a few
+ * scans: it must, or the child never runs. */
+static void *make_one_and_compute(void *arg)
+{
+	atomic_int *ran = arg;
+	weft_t t = wt_spawn(NULL, set_flag, ran);
+	uint64_t deadline = wt_now_ns() + 10000000000ull;
+	while (!atomic_load(ran) && wt_now_ns() < deadline)
+		for (volatile int i = 0; i < 1000; i++)
+			;
+	int ok = atomic_load(ran);
+	wt_join(t);
+	return (void *)(intptr_t)ok;
+}
+
+static void test_lone_new_ult_reaches_an_idle_worker(void **state)
+{
+	if (wt_usable_cpus() < 2)
+		wt_skip("needs two CPUs for two workers to run at once");
+	setenv("WEFT_PREEMPT_NS", "0", 1); /* never: only a thief can run the child */
+	wt_init(2);
+	for (int round = 0; round < 20; round++) {
+		atomic_int ran = 0;
+		if (!wt_join(wt_spawn(NULL, make_one_and_compute, &ran)))
+			fail_msg("round %d: the child of a computing ULT did not run on the idle "
+				 "worker in 10 s",
+				 round);
+	}
+	WT_OK(weft_shutdown());
+}
+
 static void test_main_yield_runs_others_on_one_worker(void **state)
 {
 	wt_init(1);
@@ -778,6 +812,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_many_yielding_ults_all_finish),
 		cmocka_unit_test(test_yielders_reach_an_idle_worker),
 		cmocka_unit_test(test_thieves_take_yielders_safely),
+		cmocka_unit_test(test_lone_new_ult_reaches_an_idle_worker),
 		cmocka_unit_test(test_queued_ults_not_starved_by_yielders),
 		cmocka_unit_test(test_errno_is_per_ult_on_one_worker),
 		cmocka_unit_test(test_errno_follows_a_migrating_ult),
