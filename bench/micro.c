@@ -1062,6 +1062,24 @@ int wb_micro_main(const wb_opts_t *o)
 		}
 	}
 
+	/* park_unbound: park_1worker's ping-pong with default attributes on a
+	 * one-worker runtime (as yield_unbound) */
+	{
+		wb_case_t cases[] = {
+			WEFT_CASE(WEFT_CONTEXT_ASM, weft_park_pingpong, "1 worker",
+				  "park/unpark with a shared turn, 2 unbound ULTs on a "
+				  "one-worker runtime")};
+		cases[0].workers = 1;
+		cases[0].iarg[0] = cases[0].iarg[1] = -1;
+		cases[0].no_ratio = 1;
+		wb_group_t g = {"park_unbound", "ns/RT", cases, NCASES(cases)};
+		wb_row_t rows[NCASES(cases)];
+		if (wb_selected_bench(o, g.bench)) {
+			wb_run_group(o, &g, rows);
+			emit(&r, rows, g.ncases);
+		}
+	}
+
 	/* fork-join fibonacci, one thread per call */
 	{
 		char wnote[96], pnote[128], snote[96];

@@ -190,7 +190,7 @@ static void *cond_player(void *p)
 	return NULL;
 }
 
-/* iarg[0], iarg[1]: the workers the two ULTs are bound to. */
+/* iarg[0], iarg[1]: the workers the two ULTs are bound to (-1: none). */
 static int weft_cond_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	struct cond_pp pp = {.n = n};
@@ -295,13 +295,14 @@ static void *sem_player(void *p)
 	return NULL;
 }
 
+/* iarg[0], iarg[1]: the workers the two ULTs are bound to (-1: none). */
 static int weft_sem_pingpong(const wb_case_t *c, long n, wb_sample_t *s)
 {
 	struct sem_pp pp = {.n = n};
 	/* Player 1 (the waiter) first: if player 0 cannot be made, posts
 	 * release it. */
 	struct sem_player pl[2] = {{&pp, 1}, {&pp, 0}};
-	int w[2] = {0, 0};
+	int w[2] = {(int)c->iarg[0], (int)c->iarg[1]};
 	weft_t t[2];
 	long made;
 	int rc;
@@ -1570,6 +1571,35 @@ void wb_sync_rows(const wb_opts_t *o, wb_report_t *r, int nworkers, char *closin
 		if (wb_selected_bench(o, g.bench)) {
 			wb_run_group(o, &g, rows);
 			emit(r, rows, g.ncases);
+		}
+	}
+
+	/* The two one-worker ping-pongs with ULTs a program would make:
+	 * default attributes, on a one-worker runtime (micro's yield_unbound
+	 * and park_unbound do the same). */
+	{
+		static const struct {
+			const char *bench;
+			wb_run_fn body;
+			const char *note;
+		} ub[] = {
+			{"condvar_pingpong_unbound", weft_cond_pingpong,
+			 "condvar_pingpong_1worker's body, 2 unbound ULTs on a one-worker runtime"},
+			{"sem_pingpong_unbound", weft_sem_pingpong,
+			 "sem_pingpong's body, 2 unbound ULTs on a one-worker runtime"},
+		};
+		for (size_t i = 0; i < NCASES(ub); i++) {
+			wb_case_t cases[] = {
+				SYNC_CASE(WEFT_CONTEXT_ASM, ub[i].body, "1 worker", ub[i].note)};
+			cases[0].workers = 1;
+			cases[0].iarg[0] = cases[0].iarg[1] = -1;
+			cases[0].no_ratio = 1;
+			wb_group_t g = {ub[i].bench, "ns/RT", cases, NCASES(cases)};
+			wb_row_t rows[NCASES(cases)];
+			if (wb_selected_bench(o, g.bench)) {
+				wb_run_group(o, &g, rows);
+				emit(r, rows, g.ncases);
+			}
 		}
 	}
 
