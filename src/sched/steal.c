@@ -73,9 +73,8 @@
 
 wf_mpfifo_t wf_steal_shared;
 
-/* The first ULT of victim's yield FIFO, or its next, on the other side of
- * its owner-biased lock: a membarrier, paid only when there is one to
- * take. */
+/* The first ULT of victim's yield FIFO, on the other side of its
+ * owner-biased lock: a membarrier, paid only when there is one to take. */
 static wf_ult_t *take_yielded(wf_steal_t *victim)
 {
 	if (!atomic_load_explicit(&victim->n_yielded, memory_order_relaxed))
@@ -86,7 +85,8 @@ static wf_ult_t *take_yielded(wf_steal_t *victim)
 	return u;
 }
 
-/* victim's next, if it still is `seen` (NULL: whatever it is). */
+/* victim's next, if it still is `seen` (NULL: whatever it is), on the
+ * other side of the same lock. */
 static wf_ult_t *take_next(wf_steal_t *victim, wf_ult_t *seen)
 {
 	wf_bias_other_lock(&victim->own);

@@ -16,8 +16,8 @@
  * wait for each other. Others wait for each other on `other`.
  *
  * Used where one worker touches a structure on every scheduling decision
- * and other workers only when they run dry (steal.h: a worker's yield
- * FIFO). The owner must not be interrupted inside by code that takes the
+ * and other workers only when they run dry (steal.h: a worker's next ULT
+ * and its yield FIFO). The owner must not be interrupted inside by code that takes the
  * same lock: weft's preemption never stops a worker inside the runtime
  * (preempt.c). Who is the owner is fixed by the caller's protocol; the
  * lock does not check it.
