@@ -750,7 +750,9 @@ static void test_producer_consumer_queue_one_worker(void **state)
  * every decision of their worker while one of them parks under its wait
  * queue's lock, the moment the worker would fire its expired timers
  * (src/sched/park.c, wf_park_unlock): the timers must still fire. A third
- * ULT on the same worker sleeps 5 ms and then stops the pair. */
+ * ULT on the same worker sleeps 5 ms at a time until the pair has handed
+ * the turn over a few times (under qemu on a loaded machine the first
+ * sleep may end before the pair ran at all), then stops it. */
 struct turns {
 	weft_mutex_t m;
 	weft_cond_t c;
@@ -785,7 +787,9 @@ static void *turn_taker(void *arg)
 static void *stopper(void *arg)
 {
 	struct turns *t = arg;
-	WT_OK(weft_sleep_ns(5 * MS));
+	do
+		WT_OK(weft_sleep_ns(5 * MS));
+	while (atomic_load(&t->rounds) <= 2);
 	atomic_store(&t->stop, 1);
 	return NULL;
 }
