@@ -4,9 +4,9 @@
  * The owner's side costs no locked instruction: it announces itself with a
  * store, issues the light side of an asymmetric fence (util/fence.h: a
  * compiler barrier), and reads whether another thread holds the lock. The
- * other side takes a plain exchange among the others, then the heavy side
- * of the fence (membarrier(2): microseconds), and waits for the owner to
- * be out. This is Dekker's store-then-load on both sides; the asymmetric
+ * other side serializes the others with an exchange (a locked
+ * instruction), issues the heavy side of the fence (membarrier(2):
+ * microseconds), and waits for the owner to be out. This is Dekker's store-then-load on both sides; the asymmetric
  * fence guarantees that at least one of the two sees the other's store:
  *
  *   owner:  owner = 1; light fence; read other  -> 1: back off and wait
