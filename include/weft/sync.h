@@ -168,9 +168,10 @@ typedef struct weft_condattr {
 } weft_condattr_t;
 
 typedef struct weft_cond {
-	uint32_t seq;        /* bumped by every signal and broadcast */
+	/* One 64-bit word, updated as one (little-endian): */
+	uint32_t waiters;    /* threads inside a wait: its low half */
+	uint32_t seq;        /* bumped by every signal and broadcast: its high half */
 	uint32_t clock;      /* clockid_t of timed waits */
-	uint32_t waiters;    /* threads inside a wait */
 	uint32_t reserved;   /* 0 */
 	weft_mutex_t *mutex; /* the mutex of the current waiters */
 } weft_cond_t;
@@ -279,9 +280,10 @@ WEFT_API int weft_barrier_wait(weft_barrier_t *b);
 #define WEFT_SEM_VALUE_MAX 0x7fffffff
 
 typedef struct weft_sem {
-	uint32_t value;   /* available units */
-	uint32_t waiters; /* threads blocked in a wait */
-} weft_sem_t;
+	/* One 64-bit word, updated as one (little-endian): */
+	uint32_t value;   /* available units: its low half */
+	uint32_t waiters; /* threads blocked in a wait: its high half */
+} __attribute__((aligned(8))) weft_sem_t;
 
 /* value > WEFT_SEM_VALUE_MAX: EINVAL. pshared is not supported (EINVAL if nonzero). */
 WEFT_API int weft_sem_init(weft_sem_t *s, int pshared, unsigned value);

@@ -15,6 +15,19 @@
  * broadcast woke every waiter, before they have the mutex back), and a
  * woken waiter does not touch the condition variable again.
  *
+ * seq and waiters are the two halves of one 64-bit word (`word`), so each
+ * change to them is one locked instruction: a wait's count and its read
+ * of seq are one fetch-add, and a signal's bump and its count of the one
+ * it woke are one fetch-add made under the wait queue's lock
+ * (wf_wake_counted), where a waiter between its read of seq and its
+ * sleep checks seq. A signal that finds no waiter does not bump seq at
+ * all, as glibc's does not: a waiter counts itself before it releases the
+ * mutex, so a signal made under the mutex after that release sees it; a
+ * signal made without the mutex that does not see it came first. Each
+ * signal then costs one locked instruction and the queue's lock, not two
+ * and the lock. (waiters is the low half: a wrapping seq carries out of
+ * the word, not into the count.)
+ *
  * Broadcast does not wake everybody: it wakes one waiter and moves the rest
  * onto the mutex's wait queue (wf_requeue). A waiter that the requeue moved,
  * or woke while moving others, retakes the mutex as a waiter (lock word 2,
@@ -31,9 +44,23 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "sync/wait.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && offsetof(weft_cond_t, waiters) == 0 &&
+		       offsetof(weft_cond_t, seq) == 4,
+	       "waiters and seq are the low and high halves of one word");
+
+#define SEQ_ONE    ((uint64_t)1 << 32)
+#define WAITERS(v) ((uint32_t)(v))
+
+/* The word of seq and waiters. */
+static inline uint64_t *word(weft_cond_t *c)
+{
+	return (uint64_t *)(void *)c;
+}
 
 int weft_condattr_init(weft_condattr_t *a)
 {
@@ -78,7 +105,7 @@ int weft_cond_destroy(weft_cond_t *c)
 {
 	if (!c)
 		return EINVAL;
-	return WF_LOAD(&c->waiters) ? EBUSY : 0;
+	return WAITERS(WF_LOAD(word(c))) ? EBUSY : 0;
 }
 
 static int cond_wait(weft_cond_t *c, weft_mutex_t *m, clockid_t clock,
@@ -94,19 +121,18 @@ static int cond_wait(weft_cond_t *c, weft_mutex_t *m, clockid_t clock,
 	}
 	wf_testcancel();
 	__atomic_store_n(&c->mutex, m, __ATOMIC_RELAXED);
-	WF_ADD(&c->waiters, 1);
-	uint32_t seq = WF_LOAD(&c->seq);
+	uint32_t seq = (uint32_t)(__atomic_fetch_add(word(c), 1, __ATOMIC_SEQ_CST) >> 32);
 	uint32_t depth;
 	int rc = wf_mutex_unlock_for_wait(m, &depth);
 	if (rc) {
-		WF_SUB(&c->waiters, 1);
+		WF_SUB(word(c), 1);
 		return rc;
 	}
 	int requeued;
 	rc = wf_wait_requeued(&c->seq, seq, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_COND),
-			      &requeued);
+			      c, &requeued);
 	if (rc && !requeued)
-		WF_SUB(&c->waiters, 1); /* it left on its own; else its waker counted it */
+		WF_SUB(word(c), 1); /* it left on its own; else its waker counted it */
 	wf_mutex_relock(m, depth, requeued);
 	if (rc == ECANCELED)
 		wf_cancel_act(); /* with the mutex held, as POSIX requires */
@@ -139,12 +165,8 @@ int weft_cond_signal(weft_cond_t *c)
 {
 	if (!c)
 		return EINVAL;
-	WF_ADD(&c->seq, 1);
-	if (WF_LOAD(&c->waiters)) {
-		int n = wf_wake(&c->seq, 1);
-		if (n)
-			WF_SUB(&c->waiters, (uint32_t)n);
-	}
+	if (WAITERS(WF_LOAD(word(c))))
+		wf_wake_counted(&c->seq, 1, word(c), SEQ_ONE);
 	return 0;
 }
 
@@ -152,12 +174,11 @@ int weft_cond_broadcast(weft_cond_t *c)
 {
 	if (!c || __atomic_load_n(&c->reserved, __ATOMIC_RELAXED))
 		return EINVAL; /* not a condition variable: its mutex would be garbage */
-	WF_ADD(&c->seq, 1);
-	if (!WF_LOAD(&c->waiters))
+	if (!WAITERS(WF_ADD(word(c), SEQ_ONE)))
 		return 0;
 	weft_mutex_t *m = __atomic_load_n(&c->mutex, __ATOMIC_RELAXED);
 	int n = m ? wf_requeue(&c->seq, 1, &m->state, INT_MAX) : wf_wake(&c->seq, INT_MAX);
 	if (n)
-		WF_SUB(&c->waiters, (uint32_t)n);
+		WF_SUB(word(c), (uint64_t)n);
 	return 0;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "sync/wait.h"
@@ -75,8 +76,26 @@ int weft_barrier_wait(weft_barrier_t *b)
  * value is the count of units; waiters counts threads that found it 0 and
  * may be asleep. A waiter announces itself (waiters++) before it re-checks
  * value inside wf_wait; a poster adds to value before it reads waiters.
- * Both are sequentially consistent, so at least one of them sees the
- * other: the poster wakes, or the waiter finds the unit. */
+ * The two are the halves of one 64-bit word (glibc's semaphore has the
+ * same shape), so each side's write and read are one locked instruction:
+ * the poster's compare-and-swap of value returns waiters, and the
+ * waiter's announce returns value. A woken waiter takes its unit and
+ * leaves the count in one compare-and-swap. At least one side sees the
+ * other: the poster wakes, or the waiter finds the unit. (value is the
+ * low half and never passes WEFT_SEM_VALUE_MAX, so it cannot carry into
+ * waiters.) */
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && offsetof(weft_sem_t, value) == 0 &&
+		       offsetof(weft_sem_t, waiters) == 4 && _Alignof(weft_sem_t) == 8,
+	       "value and waiters are the low and high halves of one word");
+
+#define SEM_WAITER   ((uint64_t)1 << 32)
+#define SEM_VALUE(x) ((uint32_t)(x))
+
+static inline uint64_t *sem_word(weft_sem_t *s)
+{
+	return (uint64_t *)(void *)s;
+}
 
 int weft_sem_init(weft_sem_t *s, int pshared, unsigned value)
 {
@@ -91,14 +110,14 @@ int weft_sem_destroy(weft_sem_t *s)
 {
 	if (!s)
 		return EINVAL;
-	return WF_LOAD(&s->waiters) ? EBUSY : 0;
+	return WF_LOAD(sem_word(s)) >> 32 ? EBUSY : 0;
 }
 
 static int sem_take(weft_sem_t *s)
 {
-	uint32_t v = WF_LOAD_RLX(&s->value);
-	while (v > 0)
-		if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+	uint64_t x = WF_LOAD_RLX(sem_word(s));
+	while (SEM_VALUE(x) > 0)
+		if (__atomic_compare_exchange_n(sem_word(s), &x, x - 1, 1, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return 1;
 	return 0;
@@ -124,20 +143,25 @@ static int sem_wait(weft_sem_t *s, clockid_t clock, const struct timespec *absti
 		if (e)
 			return e;
 	}
-	int rc = 0;
-	WF_ADD(&s->waiters, 1);
-	while (!sem_take(s)) {
+	/* Announce ourselves, then take a unit and leave in one step. */
+	uint64_t x = WF_ADD(sem_word(s), SEM_WAITER);
+	int rc;
+	for (;;) {
+		while (SEM_VALUE(x) > 0)
+			if (__atomic_compare_exchange_n(sem_word(s), &x, x - 1 - SEM_WAITER, 1,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return 0;
 		rc = wf_wait(&s->value, 0, deadline, WF_WAIT_CANCEL | WF_WAIT_FOR(WF_BLOCK_SEM));
-		if (rc == ETIMEDOUT || rc == ECANCELED || rc == ENOMEM || rc == EINTR) {
-			if (rc != ECANCELED && sem_take(s))
-				rc = 0;
+		if (rc == ETIMEDOUT || rc == ECANCELED || rc == ENOMEM || rc == EINTR)
 			break; /* EINTR: a signal handler ran, as sem_wait(3) */
-		}
-		rc = 0;
+		x = WF_LOAD_RLX(sem_word(s));
 	}
-	WF_SUB(&s->waiters, 1);
+	x = __atomic_sub_fetch(sem_word(s), SEM_WAITER, __ATOMIC_SEQ_CST);
+	if (rc != ECANCELED && SEM_VALUE(x) > 0 && sem_take(s))
+		return 0; /* a unit came with the timeout or the signal */
 	/* A wake we were sent but did not use (timeout, cancel) goes on. */
-	if (rc && WF_LOAD(&s->value) && WF_LOAD(&s->waiters))
+	x = WF_LOAD(sem_word(s));
+	if (SEM_VALUE(x) && x >> 32)
 		wf_wake(&s->value, 1);
 	if (rc == ECANCELED)
 		wf_cancel_act();
@@ -163,13 +187,13 @@ int weft_sem_post(weft_sem_t *s)
 {
 	if (!s)
 		return EINVAL;
-	uint32_t v = WF_LOAD_RLX(&s->value);
+	uint64_t x = WF_LOAD_RLX(sem_word(s));
 	do {
-		if (v >= WEFT_SEM_VALUE_MAX)
+		if (SEM_VALUE(x) >= WEFT_SEM_VALUE_MAX)
 			return EOVERFLOW;
-	} while (!__atomic_compare_exchange_n(&s->value, &v, v + 1, 1, __ATOMIC_SEQ_CST,
+	} while (!__atomic_compare_exchange_n(sem_word(s), &x, x + 1, 1, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
-	if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
+	if (x >> 32) /* waiters when value went up */
 		wf_wake(&s->value, 1);
 	return 0;
 }

@@ -238,11 +238,11 @@ static int wait_ult(wf_worker_t *w, wf_waiter_t *me, uint64_t deadline)
 int wf_wait(const void *addr, uint32_t expected, uint64_t deadline, int flags)
 {
 	int requeued;
-	return wf_wait_requeued(addr, expected, deadline, flags, &requeued);
+	return wf_wait_requeued(addr, expected, deadline, flags, addr, &requeued);
 }
 
 int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int flags,
-		     int *requeued)
+		     const void *obj, int *requeued)
 {
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *self = w ? w->current : NULL;
@@ -301,7 +301,7 @@ again:;
 	if (self) {
 		self->block_reason = WF_WAIT_REASON(flags);
 		/* A sleep waits on a word of its own: not worth showing. */
-		self->block_obj = self->block_reason == WF_BLOCK_SLEEP ? NULL : addr;
+		self->block_obj = self->block_reason == WF_BLOCK_SLEEP ? NULL : obj;
 		if (held) {
 			wf_park_unlock(&me.parker, &b->lock);
 			rc = status_rc(me.status);
@@ -337,7 +337,9 @@ int wf_wake(const void *addr, int n)
 	return woken;
 }
 
-int wf_wake_noresched(const void *addr, int n)
+/* Take up to n waiters of addr out of its bucket and unpark them; with a
+ * count, add bump - woken to it before the bucket is unlocked. */
+static inline int wake(const void *addr, int n, uint64_t *count, uint64_t bump)
 {
 	wf_bucket_t *b = bucket_of(addr);
 	wf_waiter_t *chain = NULL, **tail = &chain;
@@ -355,8 +357,23 @@ int wf_wake_noresched(const void *addr, int n)
 		}
 		me = next;
 	}
+	if (count)
+		__atomic_fetch_add(count, bump - (uint64_t)woken, __ATOMIC_SEQ_CST);
 	wf_spin_unlock(&b->lock);
 	unpark_chain(chain);
+	return woken;
+}
+
+int wf_wake_noresched(const void *addr, int n)
+{
+	return wake(addr, n, NULL, 0);
+}
+
+int wf_wake_counted(const void *addr, int n, uint64_t *count, uint64_t bump)
+{
+	int woken = wake(addr, n, count, bump);
+	if (woken)
+		wf_resched_point(); /* as in wf_wake */
 	return woken;
 }
 

@@ -40,9 +40,10 @@ enum {
  * (timer heap full). */
 WF_HIDDEN int wf_wait(const void *addr, uint32_t expected, uint64_t deadline_ns, int flags);
 /* wf_wait, and *requeued says whether a wf_requeue moved the caller to
- * another address, or woke it and moved others (cond.c needs to know). */
+ * another address, or woke it and moved others (cond.c needs to know).
+ * A blocked ULT reports obj as what it waits on (wf_wait: addr). */
 WF_HIDDEN int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline_ns, int flags,
-			       int *requeued);
+			       const void *obj, int *requeued);
 /* Wake up to n waiters on addr, the highest priority first (the waiting
  * ULT's rank, sched/prio.h), oldest first among equals; returns how many.
  * If a woken ULT outranks the caller on a worker running prio, the caller
@@ -53,6 +54,13 @@ WF_HIDDEN int wf_wake(const void *addr, int n);
  * loop, its pick of the next ULT), where the caller is no ULT that could
  * give way. */
 WF_HIDDEN int wf_wake_noresched(const void *addr, int n);
+/* wf_wake that also adds bump - (how many it woke) to *count, with one
+ * read-modify-write made under the bucket lock: a waiter checking addr
+ * under that lock sees the update and the wake as one step. For a word
+ * that holds both the waited-on value and a count of its waiters
+ * (cond.c: a signal's sequence bump and its waiter count in one
+ * instruction). */
+WF_HIDDEN int wf_wake_counted(const void *addr, int n, uint64_t *count, uint64_t bump);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
  * in wf_wake's order (cond broadcast without a stampede). Returns how many
  * it took off from: woken and moved. */
