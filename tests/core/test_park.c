@@ -4,7 +4,9 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void *return_arg(void *arg)
 {
@@ -232,6 +234,112 @@ static void test_ping_pong_unbound(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* A pair on one worker that hands the turn back and forth long enough has
+ * its parkers biased to that worker (park.c): plain stores instead of
+ * CASes. Unparks from the other worker and from a foreign thread, and
+ * (unbound) the pair moving between workers, take the bias away again
+ * (a membarrier) and let it come back; the spurious tokens they leave
+ * make park return early, which the players' loop allows. A wake-up lost
+ * in a change of hands hangs the pair (the deadline fails it); a ULT woken
+ * twice aborts on its state check. */
+#define DISTURB_ROUNDS 100000
+#define DISTURB_PAIRS  20
+
+struct disturbed {
+	struct pingpong p;
+	atomic_int done[2]; /* each player's rounds are over */
+	atomic_int stop;
+	atomic_long unparks;
+	atomic_int bad_rc;
+};
+struct disturbed_player {
+	struct disturbed *d;
+	struct player pl;
+};
+
+static void *disturbed_play(void *arg)
+{
+	struct disturbed_player *dp = arg;
+	play(&dp->pl);
+	atomic_store(&dp->d->done[dp->pl.me], 1);
+	return NULL;
+}
+
+/* Unpark both players every so often, until stop. */
+static void disturb(struct disturbed *d, int foreign)
+{
+	for (long i = 0; !atomic_load(&d->stop); i++) {
+		if (i % 64 == 0)
+			for (int k = 0; k < 2; k++) {
+				int r = weft_unpark(d->p.id[k]);
+				if (r && r != ESRCH)
+					atomic_store(&d->bad_rc, r);
+				atomic_fetch_add(&d->unparks, 1);
+			}
+		if (foreign)
+			sched_yield();
+		else
+			weft_yield();
+	}
+}
+
+static void *disturb_ult(void *arg)
+{
+	disturb(arg, 0);
+	return NULL;
+}
+
+static void *disturb_pthread(void *arg)
+{
+	disturb(arg, 1);
+	return NULL;
+}
+
+static void ping_pong_disturbed_once(int worker)
+{
+	static struct disturbed d;
+	memset(&d, 0, sizeof d);
+	d.p.rounds = DISTURB_ROUNDS;
+	struct disturbed_player a = {&d, {&d.p, 0}}, b = {&d, {&d.p, 1}};
+	d.p.id[0] = wt_spawn_on(worker, disturbed_play, &a);
+	d.p.id[1] = wt_spawn_on(worker, disturbed_play, &b);
+	weft_t other = wt_spawn_on(worker < 0 ? -1 : 1 - worker, disturb_ult, &d);
+	struct wt_pthread f;
+	wt_pthread_start(&f, disturb_pthread, &d);
+	atomic_store(&d.p.go, 1);
+	WT_WAIT(atomic_load(&d.done[0]) && atomic_load(&d.done[1]), 60);
+	atomic_store(&d.stop, 1);
+	wt_join(other);
+	wt_pthread_join(&f);
+	wt_join(d.p.id[0]);
+	wt_join(d.p.id[1]);
+	WT_ERR(atomic_load(&d.bad_rc), 0);
+	if (atomic_load(&d.p.bad_rc))
+		fail_msg("weft_%s returned %s",
+			 atomic_load(&d.p.bad_where) == 1 ? "park" : "unpark",
+			 wt_errname(atomic_load(&d.p.bad_rc)));
+	assert_true(atomic_load(&d.unparks) > 0);
+}
+
+/* Fresh pairs: each starts with the shortest way to a bias. */
+static void ping_pong_disturbed(int worker)
+{
+	wt_init(2);
+	for (int i = 0; i < DISTURB_PAIRS; i++)
+		ping_pong_disturbed_once(worker);
+	WT_OK(weft_shutdown());
+}
+
+static void test_ping_pong_with_unparks_from_elsewhere(void **state)
+{
+	ping_pong_disturbed(1);
+}
+
+static void test_ping_pong_unbound_with_unparks_from_elsewhere(void **state)
+{
+	ping_pong_disturbed(-1);
+}
+
 struct running {
 	atomic_int started;
 	atomic_int go;
@@ -293,6 +401,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ping_pong_on_one_worker),
 		cmocka_unit_test(test_ping_pong_across_two_workers),
 		cmocka_unit_test(test_ping_pong_unbound),
+		cmocka_unit_test(test_ping_pong_with_unparks_from_elsewhere),
+		cmocka_unit_test(test_ping_pong_unbound_with_unparks_from_elsewhere),
 		cmocka_unit_test(test_unpark_of_running_ult_leaves_token),
 		cmocka_unit_test(test_unpark_of_finished_unjoined_ult),
 	};
