@@ -115,14 +115,15 @@ static inline void set_biased(wf_parker_t *p, int b, int token)
 }
 
 /* Take p's bias b away, from a kernel thread that is not b's worker's. Its
- * owner is not half-way through a store once we hold the other side; the
- * release orders what it stored before, and ours, before whoever's CAS
- * reads the word next. */
+ * owner is not half-way through a store once we hold the other side. The
+ * load acquires what the commit CAS that set the bias published (the lock
+ * orders only what the owner stored inside it); the release orders all of
+ * it, and ours, before whoever's CAS reads the word next. */
 static void debias(wf_parker_t *p, int b)
 {
 	wf_bias_lock_t *l = &wf_rt.workers[b - 1]->park_bias;
 	wf_bias_other_lock(l);
-	int s = load_state(p);
+	int s = atomic_load_explicit(&p->state, memory_order_acquire);
 	if (WF_PARK_BIAS(s) == b)
 		atomic_store_explicit(&p->state, WF_PARK_TOKEN(s), memory_order_release);
 	wf_bias_other_unlock(l);
