@@ -334,13 +334,14 @@ void wf_unpark(wf_parker_t *p)
 	}
 }
 
-void wf_park_unlock(wf_parker_t *p, wf_spinlock_t *l)
+void wf_park_unlock(wf_parker_t *p, wf_bspin_t *l, int how)
 {
 	wf_worker_t *w = wf_worker_self();
 	WF_ASSERT(p->ult && p->ult == w->current);
 	WF_OWNER_ADD(&w->n_parks, 1);
 	w->prev_parker = p;
 	w->prev_unlock = l;
+	w->prev_unlock_how = how;
 	wf_block(w, p->ult, WF_AFTER_PARK);
 }
 

@@ -432,7 +432,7 @@ void wf_after_switch(wf_worker_t *w)
 	case WF_AFTER_PARK: {
 		wf_parker_t *pk = w->prev_parker;
 		WF_ULT_MOVE(p, WF_RUNNING, WF_RUNNING, WF_PARKED);
-		wf_spinlock_t *l = w->prev_unlock;
+		wf_bspin_t *l = w->prev_unlock;
 		if (l) {
 			/* wf_park_unlock: no unpark can come before l is free,
 			 * so a store commits; the release publishes it, and p's
@@ -441,7 +441,7 @@ void wf_after_switch(wf_worker_t *w)
 			WF_ASSERT(atomic_load_explicit(&pk->state, memory_order_relaxed) ==
 				  WF_PARK_EMPTY);
 			atomic_store_explicit(&pk->state, WF_PARK_PARKED, memory_order_relaxed);
-			wf_spin_unlock(l);
+			wf_bspin_unlock(l, w->prev_unlock_how);
 			if (unlikely(w->maint_owed)) {
 				w->maint_owed = 0;
 				maintain(w);

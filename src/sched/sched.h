@@ -19,6 +19,7 @@
 #include "sched/ult.h"
 #include "stack/stack.h"
 #include "util/bias.h"
+#include "util/bspin.h"
 #include "util/fence.h"
 #include "util/util.h"
 
@@ -87,10 +88,11 @@ typedef struct wf_worker {
 	wf_ult_t *prev;                    /* the ULT that just switched away ... */
 	int prev_action;                   /* ... and what to do with it (enum wf_after) */
 	wf_parker_t *prev_parker;          /* ... and for WF_AFTER_PARK, the parker to commit */
-	wf_spinlock_t *prev_unlock;        /* ... and the lock it held across the switch, to
+	wf_bspin_t *prev_unlock;           /* ... and the lock it held across the switch, to
 	                                      release after the commit (wf_park_unlock), or NULL */
 	int maint_owed;                    /* a decision's timer and poller checks were put off
 	                                      until that lock is released (pick_next) */
+	int prev_unlock_how;               /* how prev_unlock was taken (util/bspin.h) */
 	wf_ctx_t loop_ctx;                 /* the scheduler loop: runs when no ULT can */
 	const weft_sched_ops_t *sched_ops; /* the scheduler it runs (policy.c) ... */
 	void *sched_state;                 /* ... and its state */
@@ -359,9 +361,10 @@ static inline int wf_mpfifo_empty(const wf_mpfifo_t *f)
 /* Park/unpark (park.c). */
 WF_HIDDEN void wf_park(wf_parker_t *p);
 WF_HIDDEN void wf_unpark(wf_parker_t *p);
-/* The calling ULT parks on p (EMPTY) while it holds l, which every
- * unparker of p takes first; l is released once the ULT is parked. */
-WF_HIDDEN void wf_park_unlock(wf_parker_t *p, wf_spinlock_t *l);
+/* The calling ULT parks on p (EMPTY) while it holds l (taken as `how`),
+ * which every unparker of p takes first; l is released once the ULT is
+ * parked. */
+WF_HIDDEN void wf_park_unlock(wf_parker_t *p, wf_bspin_t *l, int how);
 /* wf_unpark for a parker that only the caller may unpark now (park.c). */
 WF_HIDDEN void wf_unpark_sole(wf_parker_t *p);
 WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);

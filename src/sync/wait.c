@@ -101,11 +101,30 @@ typedef struct wf_waiter {
 } wf_waiter_t;
 
 typedef struct {
-	wf_spinlock_t lock;
+	wf_bspin_t lock; /* biased to a worker that keeps taking it (util/bspin.h) */
 	wf_waiter_t *head, *tail;
 } WF_ALIGNED_CL wf_bucket_t;
 
 static wf_bucket_t buckets[WF_BUCKETS];
+
+/* Who takes a bucket lock, for its bias (util/bspin.h): the worker the
+ * caller runs on, or 0 - a foreign thread, a ULT in a system call
+ * section. No switch comes between this read and the lock. */
+static inline int taker(void)
+{
+	wf_worker_t *w = wf_tls_worker;
+	return w ? w->id + 1 : 0;
+}
+
+static inline int bucket_lock(wf_bucket_t *b)
+{
+	return wf_bspin_lock(&b->lock, taker());
+}
+
+static inline void bucket_unlock(wf_bucket_t *b, int how)
+{
+	wf_bspin_unlock(&b->lock, how);
+}
 
 static inline wf_bucket_t *bucket_of(const void *addr)
 {
@@ -146,16 +165,17 @@ static inline void bucket_remove(wf_bucket_t *b, wf_waiter_t *me)
 		b->tail = me->prev;
 }
 
-/* Lock the bucket me is queued in now (requeue may move it meanwhile). */
-static wf_bucket_t *lock_waiter_bucket(wf_waiter_t *me)
+/* Lock the bucket me is queued in now (requeue may move it meanwhile);
+ * *how: how it was locked. */
+static wf_bucket_t *lock_waiter_bucket(wf_waiter_t *me, int *how)
 {
 	for (;;) {
 		const void *a = atomic_load_explicit(&me->addr, memory_order_acquire);
 		wf_bucket_t *b = bucket_of(a);
-		wf_spin_lock(&b->lock);
+		*how = bucket_lock(b);
 		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == a)
 			return b;
-		wf_spin_unlock(&b->lock);
+		bucket_unlock(b, *how);
 	}
 }
 
@@ -163,13 +183,14 @@ static wf_bucket_t *lock_waiter_bucket(wf_waiter_t *me)
  * Returns 1 if we did; 0 if someone else did (and owes me an unpark). */
 static int dequeue(wf_waiter_t *me, int status)
 {
-	wf_bucket_t *b = lock_waiter_bucket(me);
+	int how;
+	wf_bucket_t *b = lock_waiter_bucket(me, &how);
 	int queued = me->status == WF_W_QUEUED;
 	if (queued) {
 		bucket_remove(b, me);
 		me->status = status;
 	}
-	wf_spin_unlock(&b->lock);
+	bucket_unlock(b, how);
 	return queued;
 }
 
@@ -265,7 +286,7 @@ int wf_wait_requeued(const void *addr, uint32_t expected, uint64_t deadline, int
 	}
 again:;
 	wf_bucket_t *b = bucket_of(addr);
-	wf_spin_lock(&b->lock);
+	int how = bucket_lock(b);
 	int rc = 0;
 	if (me.cancellable && wf_cancel_due(self))
 		rc = ECANCELED;
@@ -284,7 +305,7 @@ again:;
 	 * (wf_park_unlock): its remover finds it parked. */
 	int held = !rc && self && !deadline;
 	if (!held)
-		wf_spin_unlock(&b->lock);
+		bucket_unlock(b, how);
 	if (rc == EINTR) {
 		wf_sig_deliver(self); /* its handler runs; then the wait starts again */
 		if (!me.cancellable)
@@ -303,7 +324,7 @@ again:;
 		/* A sleep waits on a word of its own: not worth showing. */
 		self->block_obj = self->block_reason == WF_BLOCK_SLEEP ? NULL : obj;
 		if (held) {
-			wf_park_unlock(&me.parker, &b->lock);
+			wf_park_unlock(&me.parker, &b->lock, how);
 			rc = status_rc(me.status);
 		} else {
 			rc = wait_ult(w, &me, deadline);
@@ -344,7 +365,7 @@ static inline int wake(const void *addr, int n, uint64_t *count, uint64_t bump)
 	wf_bucket_t *b = bucket_of(addr);
 	wf_waiter_t *chain = NULL, **tail = &chain;
 	int woken = 0;
-	wf_spin_lock(&b->lock);
+	int how = bucket_lock(b);
 	for (wf_waiter_t *me = b->head; me && woken < n;) {
 		wf_waiter_t *next = me->next;
 		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == addr) {
@@ -359,7 +380,7 @@ static inline int wake(const void *addr, int n, uint64_t *count, uint64_t bump)
 	}
 	if (count)
 		__atomic_fetch_add(count, bump - (uint64_t)woken, __ATOMIC_SEQ_CST);
-	wf_spin_unlock(&b->lock);
+	bucket_unlock(b, how);
 	unpark_chain(chain);
 	return woken;
 }
@@ -381,13 +402,13 @@ int wf_wait_top_rank(const void *addr)
 {
 	wf_bucket_t *b = bucket_of(addr);
 	int rank = -1;
-	wf_spin_lock(&b->lock);
+	int how = bucket_lock(b);
 	for (wf_waiter_t *me = b->head; me; me = me->next)
 		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == addr) {
 			rank = me->rank; /* the list is ordered: the first is the highest */
 			break;
 		}
-	wf_spin_unlock(&b->lock);
+	bucket_unlock(b, how);
 	return rank;
 }
 
@@ -397,9 +418,9 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 	wf_bucket_t *first = bf < bt ? bf : bt, *second = bf < bt ? bt : bf;
 	wf_waiter_t *chain = NULL, **tail = &chain;
 	int woken = 0, moved = 0;
-	wf_spin_lock(&first->lock);
+	int how1 = bucket_lock(first), how2 = 0;
 	if (second != first)
-		wf_spin_lock(&second->lock);
+		how2 = bucket_lock(second);
 	for (wf_waiter_t *me = bf->head; me && (woken < nwake || moved < nmove);) {
 		wf_waiter_t *next = me->next;
 		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == from) {
@@ -429,8 +450,8 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 		for (wf_waiter_t *me = chain; me; me = me->chain)
 			me->requeued = 1;
 	if (second != first)
-		wf_spin_unlock(&second->lock);
-	wf_spin_unlock(&first->lock);
+		bucket_unlock(second, how2);
+	bucket_unlock(first, how1);
 	unpark_chain(chain);
 	if (woken)
 		wf_resched_point();
@@ -452,7 +473,7 @@ static wf_waiter_t *take_out(wf_ult_t *u, int status, int cancellable)
 	while (a) {
 		wf_bucket_t *b = bucket_of(a);
 		wf_waiter_t *me;
-		wf_spin_lock(&b->lock);
+		int how = bucket_lock(b);
 		for (me = b->head; me; me = me->next)
 			if (me->parker.ult == u && me->status == WF_W_QUEUED &&
 			    (me->cancellable || !cancellable)) {
@@ -461,7 +482,7 @@ static wf_waiter_t *take_out(wf_ult_t *u, int status, int cancellable)
 				break;
 			}
 		const void *now = atomic_load_explicit(&u->wait_addr, memory_order_acquire);
-		wf_spin_unlock(&b->lock);
+		bucket_unlock(b, how);
 		if (me || now == a)
 			return me;
 		a = now;

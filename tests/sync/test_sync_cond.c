@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define NS_PER_S 1000000000LL
@@ -814,6 +815,121 @@ static void test_timer_fires_beside_cond_pingpong(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* A pair handing a turn back and forth with a condition variable on one
+ * worker takes the wait queue's lock from that worker only, and the lock
+ * biases itself to it (src/util/bspin.h: no locked instruction). Signals
+ * and broadcasts from a ULT on the other worker and from a foreign thread
+ * take the bias away (a membarrier) and let it come back; they are
+ * spurious for the pair, whose waits loop on the turn. A queue broken by a
+ * change of hands loses a waiter (the deadline fails the test) or
+ * corrupts the list (a crash); the mutex must still exclude. Fresh
+ * condition variables at fresh addresses: each lands in a bucket that has
+ * not yet learned to wait long for its bias. */
+#define DISTURB_PAIRS  20
+#define DISTURB_ROUNDS 20000
+
+struct disturbed {
+	weft_mutex_t m;
+	weft_cond_t c;
+	int turn;
+	int inside; /* under m */
+	atomic_int done;
+	atomic_int stop;
+	atomic_long pokes;
+};
+
+struct disturbed_arg {
+	struct disturbed *d;
+	int me;
+};
+
+static void *disturbed_taker(void *arg)
+{
+	struct disturbed *d = ((struct disturbed_arg *)arg)->d;
+	int me = ((struct disturbed_arg *)arg)->me;
+	WT_OK(weft_mutex_lock(&d->m));
+	for (int i = 0; i < DISTURB_ROUNDS; i++) {
+		while (d->turn != me)
+			WT_OK(weft_cond_wait(&d->c, &d->m));
+		WT_EQ(d->inside++, 0);
+		d->turn = 1 - me;
+		d->inside--;
+		WT_OK(weft_cond_signal(&d->c));
+	}
+	WT_OK(weft_mutex_unlock(&d->m));
+	atomic_fetch_add(&d->done, 1);
+	return NULL;
+}
+
+static void disturb(struct disturbed *d, int foreign)
+{
+	for (long i = 0; !atomic_load(&d->stop); i++) {
+		if (i % 16 == 0) {
+			WT_OK(i % 64 ? weft_cond_signal(&d->c) : weft_cond_broadcast(&d->c));
+			atomic_fetch_add(&d->pokes, 1);
+		}
+		if (i % 256 == 128) { /* and the mutex's queue, from elsewhere */
+			WT_OK(weft_mutex_lock(&d->m));
+			WT_EQ(d->inside, 0);
+			WT_OK(weft_mutex_unlock(&d->m));
+		}
+		if (foreign)
+			sched_yield();
+		else
+			weft_yield();
+	}
+}
+
+static void *disturb_ult(void *arg)
+{
+	disturb(arg, 0);
+	return NULL;
+}
+
+static void *disturb_pthread(void *arg)
+{
+	disturb(arg, 1);
+	return NULL;
+}
+
+static void cond_pingpong_disturbed(int worker)
+{
+	wt_init(2);
+	for (int k = 0; k < DISTURB_PAIRS; k++) {
+		struct disturbed *d = calloc(1, sizeof *d);
+		WT_TRUE(d != NULL, "out of memory");
+		WT_OK(weft_mutex_init(&d->m, NULL));
+		WT_OK(weft_cond_init(&d->c, NULL));
+		struct disturbed_arg a[2] = {{d, 0}, {d, 1}};
+		weft_t p0 = wt_spawn_on(worker, disturbed_taker, &a[0]);
+		weft_t p1 = wt_spawn_on(worker, disturbed_taker, &a[1]);
+		weft_t o = wt_spawn_on(worker < 0 ? -1 : 1 - worker, disturb_ult, d);
+		struct wt_pthread f;
+		wt_pthread_start(&f, disturb_pthread, d);
+		WT_WAIT(atomic_load(&d->done) == 2, 60);
+		atomic_store(&d->stop, 1);
+		wt_join(p0);
+		wt_join(p1);
+		wt_join(o);
+		wt_pthread_join(&f);
+		WT_CMP(atomic_load(&d->pokes), >, 0);
+		WT_OK(weft_cond_destroy(&d->c));
+		WT_OK(weft_mutex_destroy(&d->m));
+		free(d);
+	}
+	WT_OK(weft_shutdown());
+}
+
+static void test_cond_pingpong_with_signals_from_elsewhere(void **state)
+{
+	cond_pingpong_disturbed(1);
+}
+
+static void test_cond_pingpong_unbound_with_signals_from_elsewhere(void **state)
+{
+	cond_pingpong_disturbed(-1);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -831,6 +947,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_destroy_with_waiter_ebusy),
 		cmocka_unit_test(test_producer_consumer_queue),
 		cmocka_unit_test(test_producer_consumer_queue_one_worker),
+		cmocka_unit_test(test_cond_pingpong_with_signals_from_elsewhere),
+		cmocka_unit_test(test_cond_pingpong_unbound_with_signals_from_elsewhere),
 	};
 	return WT_RUN(argc, argv, tests);
 }
