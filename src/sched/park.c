@@ -52,27 +52,6 @@
  *                   Not for a foreign owner, which moves its own word
  *                   PARKED -> EMPTY when its wait times out.
  *
- * Biased parkers: two ULTs handing one worker back and forth with
- * weft_park/weft_unpark (or weft_park_handoff) would pay two CASes a
- * round: the commit and the unpark's, each about as dear as the rest of
- * the switch. So a ULT's own parker (only that one: a waiter's has the
- * cheaper forms above) may be biased to a worker W - W's id plus one in
- * the state word above the token - once its ULT was unparked from the
- * worker it parked on park_need times in a row (park_local counts them;
- * need starts at WF_PARK_BIAS_AFTER). The commit CAS that parks it sets
- * the bias. While it is biased, W's kernel thread - the commit, a ULT on
- * W that parks or unparks it - moves it with plain stores, inside the
- * owner's side of W's owner-biased lock (w->park_bias, util/bias.h: a
- * store and a load, no locked instruction), and every other thread must
- * take the lock's other side (a membarrier) - which it does only to take
- * the bias away (debias): an unpark from another worker or a foreign
- * thread, the ULT itself parking after it moved to another worker. The
- * ULT then waits twice as many local unparks for its next bias (up to
- * WF_PARK_BIAS_MAX): a pattern that keeps breaking the bias soon pays a
- * membarrier only once in thousands of unparks. Unbiased, every change is
- * a CAS of the whole word, so no change can overwrite a bias set
- * meanwhile (that is why the unpark below never exchanges).
- *
  * Where a parker lives: a ULT's own one in its descriptor (weft_park), a
  * foreign thread's in thread-local storage, and a wait-on-address waiter's
  * on the waiter's stack (src/sync/wait.c). A parker on a stack is safe
@@ -93,7 +72,7 @@ wf_parker_t *wf_foreign_parker(void)
 	return &foreign_parker;
 }
 
-/* Consume a waiting token: NOTIFIED -> EMPTY (unbiased). */
+/* Consume a waiting token: NOTIFIED -> EMPTY. */
 static inline int take_token(wf_parker_t *p)
 {
 	int e = WF_PARK_NOTIFIED;
@@ -101,125 +80,21 @@ static inline int take_token(wf_parker_t *p)
 						       memory_order_acquire, memory_order_relaxed);
 }
 
-/* ---- the bias ------------------------------------------------------------ */
-
-static inline int load_state(wf_parker_t *p)
-{
-	return atomic_load_explicit(&p->state, memory_order_relaxed);
-}
-
-/* Inside w's owner side, p biased to w (b): its new state. */
-static inline void set_biased(wf_parker_t *p, int b, int token)
-{
-	atomic_store_explicit(&p->state, (b << 2) | token, memory_order_relaxed);
-}
-
-/* Take p's bias b away, from a kernel thread that is not b's worker's. Its
- * owner is not half-way through a store once we hold the other side. The
- * load acquires what the commit CAS that set the bias published (the lock
- * orders only what the owner stored inside it); the release orders all of
- * it, and ours, before whoever's CAS reads the word next. */
-static void debias(wf_parker_t *p, int b)
-{
-	wf_bias_lock_t *l = &wf_rt.workers[b - 1]->park_bias;
-	wf_bias_other_lock(l);
-	int s = atomic_load_explicit(&p->state, memory_order_acquire);
-	if (WF_PARK_BIAS(s) == b)
-		atomic_store_explicit(&p->state, WF_PARK_TOKEN(s), memory_order_release);
-	wf_bias_other_unlock(l);
-	wf_ult_t *u = p->ult;
-	int need = atomic_load_explicit(&u->park_need, memory_order_relaxed);
-	if (need < WF_PARK_BIAS_MAX)
-		atomic_store_explicit(&u->park_need, need * 2, memory_order_relaxed);
-	atomic_store_explicit(&u->park_local, 0, memory_order_relaxed);
-}
-
-/* Count an unpark of u's own parker made on w (NULL: a foreign thread):
- * is it from the worker u parked on? A hint, so plain loads and stores. */
-static inline void count_unpark(wf_ult_t *u, const wf_worker_t *w)
-{
-	int n = atomic_load_explicit(&u->park_local, memory_order_relaxed);
-	if (w && __atomic_load_n(&u->last_worker, __ATOMIC_RELAXED) == w->id) {
-		if (n < WF_PARK_BIAS_MAX)
-			atomic_store_explicit(&u->park_local, n + 1, memory_order_relaxed);
-	} else if (n) {
-		atomic_store_explicit(&u->park_local, 0, memory_order_relaxed);
-	}
-}
-
-int wf_park_commit(wf_worker_t *w, wf_parker_t *p)
-{
-	int b = w->id + 1;
-	if (WF_PARK_BIAS(load_state(p)) == b) {
-		wf_bias_owner_lock(&w->park_bias);
-		int s = load_state(p);
-		if (WF_PARK_BIAS(s) == b) {
-			int token = WF_PARK_TOKEN(s) == WF_PARK_NOTIFIED;
-			set_biased(p, b, token ? WF_PARK_EMPTY : WF_PARK_PARKED);
-			wf_bias_owner_unlock(&w->park_bias);
-			return token;
-		}
-		wf_bias_owner_unlock(&w->park_bias); /* taken away meanwhile */
-	}
-	/* Unbiased (wf_park and wf_park_handoff took any other worker's bias
-	 * away before the switch, and only this commit sets one). */
-	wf_ult_t *u = p->ult;
-	int bias = u && p == &u->parker &&
-				   atomic_load_explicit(&u->park_local, memory_order_relaxed) >=
-					   atomic_load_explicit(&u->park_need, memory_order_relaxed)
-			   ? b
-			   : 0;
-	int e = WF_PARK_EMPTY;
-	if (atomic_compare_exchange_strong_explicit(&p->state, &e, (bias << 2) | WF_PARK_PARKED,
-						    memory_order_acq_rel, memory_order_acquire))
-		return 0;
-	/* An unpark arrived while we were switching: consume it. */
-	WF_ASSERT(e == WF_PARK_NOTIFIED);
-	atomic_store_explicit(&p->state, WF_PARK_EMPTY, memory_order_relaxed);
-	return 1;
-}
-
-/* ---- park and unpark ----------------------------------------------------- */
-
 void wf_park(wf_parker_t *p)
 {
-	if (!p->ult) {
-		wf_park_until(p, 0, 0);
+	/* Look before the CAS: a failed CAS costs as much as a successful one,
+	 * and without a token the block below copes with one arriving late. */
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == WF_PARK_NOTIFIED &&
+	    take_token(p))
+		return;
+	if (p->ult) {
+		wf_worker_t *w = wf_worker_self();
+		WF_OWNER_ADD(&w->n_parks, 1);
+		w->prev_parker = p;
+		wf_block(w, p->ult, WF_AFTER_PARK);
 		return;
 	}
-	wf_worker_t *w = wf_worker_self();
-	for (;;) {
-		int s = load_state(p);
-		int b = WF_PARK_BIAS(s);
-		if (b == 0) {
-			/* Look before the CAS: a failed CAS costs as much as a
-			 * successful one, and without a token the block below
-			 * copes with one arriving late. */
-			if (WF_PARK_TOKEN(s) == WF_PARK_NOTIFIED && take_token(p))
-				return;
-			break;
-		}
-		if (b != w->id + 1) {
-			debias(p, b); /* we moved to another worker */
-			continue;
-		}
-		wf_bias_owner_lock(&w->park_bias);
-		s = load_state(p);
-		if (WF_PARK_BIAS(s) != b) {
-			wf_bias_owner_unlock(&w->park_bias); /* taken away meanwhile */
-			continue;
-		}
-		int token = WF_PARK_TOKEN(s) == WF_PARK_NOTIFIED;
-		if (token)
-			set_biased(p, b, WF_PARK_EMPTY);
-		wf_bias_owner_unlock(&w->park_bias);
-		if (token)
-			return;
-		break;
-	}
-	WF_OWNER_ADD(&w->n_parks, 1);
-	w->prev_parker = p;
-	wf_block(w, p->ult, WF_AFTER_PARK);
+	wf_park_until(p, 0, 0);
 }
 
 /* Foreign threads only: park until a token arrives, or, if deadline_ns is
@@ -287,51 +162,31 @@ void wf_unpark(wf_parker_t *p)
 	/* Read before the first RMW: after it, an owner that had not blocked
 	 * yet may return, and p may be gone. */
 	wf_ult_t *u = p->ult;
-	wf_worker_t *w = NULL;
-	if (u && p == &u->parker) {
-		w = wf_worker_self();
-		count_unpark(u, w);
+	/* The common case, the owner is parked: one CAS PARKED -> EMPTY takes
+	 * it (and orders what we published before it runs again). */
+	int old = WF_PARK_PARKED;
+	if (atomic_compare_exchange_strong_explicit(&p->state, &old, WF_PARK_EMPTY,
+						    memory_order_acq_rel, memory_order_acquire)) {
+		resume(p, u);
+		return;
 	}
-	for (;;) {
-		int s = load_state(p);
-		int b = WF_PARK_BIAS(s);
-		if (b) {
-			if (!w || b != w->id + 1) {
-				debias(p, b);
-				continue;
-			}
-			wf_bias_owner_lock(&w->park_bias);
-			s = load_state(p);
-			if (WF_PARK_BIAS(s) != b) {
-				wf_bias_owner_unlock(&w->park_bias);
-				continue;
-			}
-			int parked = WF_PARK_TOKEN(s) == WF_PARK_PARKED;
-			set_biased(p, b, parked ? WF_PARK_EMPTY : WF_PARK_NOTIFIED);
-			wf_bias_owner_unlock(&w->park_bias);
-			if (parked)
-				resume(p, u);
-			return;
-		}
-		/* The owner is parked: PARKED -> EMPTY takes it (and orders
-		 * what we published before it runs again). Otherwise leave a
-		 * token, always with a read-modify-write, never "saw NOTIFIED,
-		 * return": the caller has just published the condition its
-		 * parker will re-check (a turn variable, a queue). A plain load
-		 * may be performed before that store is visible (store->load
-		 * reordering), and a parker consuming the old token could then
-		 * miss both the condition and this wake-up. */
-		int t = WF_PARK_TOKEN(s);
-		if (unlikely(t != WF_PARK_EMPTY && t != WF_PARK_NOTIFIED && t != WF_PARK_PARKED))
-			wf_panic("parker %p in bad state %d", (void *)p, s);
-		int n = t == WF_PARK_PARKED ? WF_PARK_EMPTY : WF_PARK_NOTIFIED;
-		if (atomic_compare_exchange_weak_explicit(&p->state, &s, n, memory_order_acq_rel,
-							  memory_order_relaxed)) {
-			if (t == WF_PARK_PARKED)
-				resume(p, u);
-			return;
-		}
+	/* Not parked: leave a token. Always an exchange, never "saw NOTIFIED,
+	 * return": the caller has just published the condition its parker
+	 * will re-check (a turn variable, a queue). A plain load may be
+	 * performed before that store is visible (store->load reordering), and
+	 * a parker consuming the old token could then miss both the condition
+	 * and this wake-up. */
+	old = atomic_exchange_explicit(&p->state, WF_PARK_NOTIFIED, memory_order_acq_rel);
+	if (old != WF_PARK_PARKED) {
+		if (unlikely(old != WF_PARK_EMPTY && old != WF_PARK_NOTIFIED))
+			wf_panic("parker %p in bad state %d", (void *)p, old);
+		return;
 	}
+	/* It parked between our CAS and the exchange: the wake is ours.
+	 * Exchange (not store) so that an unpark that came in meanwhile, and
+	 * what it published, is ordered before the parked thread runs again. */
+	atomic_exchange_explicit(&p->state, WF_PARK_EMPTY, memory_order_acq_rel);
+	resume(p, u);
 }
 
 void wf_park_unlock(wf_parker_t *p, wf_bspin_t *l, int how)
@@ -356,31 +211,6 @@ void wf_unpark_sole(wf_parker_t *p)
 	wf_unpark(p);
 }
 
-/* Take u's own parker p from PARKED to EMPTY if u is parked: the caller,
- * on w, then owns u, exactly as wf_unpark's winner would. */
-static int take_parked(wf_parker_t *p, wf_ult_t *u, wf_worker_t *w)
-{
-	int s = load_state(p);
-	int b = WF_PARK_BIAS(s);
-	int taken;
-	if (b == 0) {
-		int e = WF_PARK_PARKED;
-		taken = atomic_compare_exchange_strong_explicit(
-			&p->state, &e, WF_PARK_EMPTY, memory_order_acq_rel, memory_order_acquire);
-	} else if (b == w->id + 1) {
-		wf_bias_owner_lock(&w->park_bias);
-		taken = load_state(p) == ((b << 2) | WF_PARK_PARKED);
-		if (taken)
-			set_biased(p, b, WF_PARK_EMPTY);
-		wf_bias_owner_unlock(&w->park_bias);
-	} else {
-		taken = 0; /* biased to another worker: wf_unpark takes it away */
-	}
-	if (taken)
-		count_unpark(u, w);
-	return taken;
-}
-
 /* Park the calling ULT (on its parker `mine`) and unpark p's owner - the
  * same as wf_unpark(p) then wf_park(mine) - but when p's owner is a parked
  * ULT, run it on this worker in the caller's place (wf_park_to): the
@@ -391,18 +221,16 @@ static int take_parked(wf_parker_t *p, wf_ult_t *u, wf_worker_t *w)
 void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p)
 {
 	wf_ult_t *u = p->ult; /* read before the RMW, as in wf_unpark */
-	wf_worker_t *w = wf_worker_self();
-	int ms = load_state(mine);
-	if (WF_PARK_BIAS(ms) && WF_PARK_BIAS(ms) != w->id + 1) {
-		debias(mine, WF_PARK_BIAS(ms)); /* we moved: as in wf_park */
-		ms = load_state(mine);
-	}
-	if (!u || p != &u->parker || WF_PARK_TOKEN(ms) == WF_PARK_NOTIFIED ||
-	    !take_parked(p, u, w)) {
+	int old = WF_PARK_PARKED;
+	if (!u || atomic_load_explicit(&mine->state, memory_order_relaxed) == WF_PARK_NOTIFIED ||
+	    !atomic_compare_exchange_strong_explicit(&p->state, &old, WF_PARK_EMPTY,
+						     memory_order_acq_rel, memory_order_acquire)) {
 		wf_unpark(p);
 		wf_park(mine);
 		return;
 	}
+	/* We own u now, exactly as wf_unpark's winner would. */
+	wf_worker_t *w = wf_worker_self();
 	WF_OWNER_ADD(&w->n_parks, 1);
 	if (WF_TRACING())
 		wf_trace_unpark(w, u);

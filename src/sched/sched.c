@@ -30,8 +30,7 @@
  *   worker performs the action first thing (wf_after_switch):
  *     REQUEUE  queue it behind everything ready (yield);
  *     PARK     commit the park (on w->prev_parker, the ULT's own parker or
- *              a waiter's): parker EMPTY->PARKED (wf_park_commit: a CAS,
- *              or stores for a parker biased to w), or, if an unpark
+ *              a waiter's): CAS parker EMPTY->PARKED, or, if an unpark
  *              came in meanwhile (NOTIFIED), consume it and requeue. A
  *              wait that parks holding its queue's lock (wf_park_unlock,
  *              park.c) has no such race: a store commits, and the lock
@@ -448,8 +447,15 @@ void wf_after_switch(wf_worker_t *w)
 			}
 			break;
 		}
-		if (wf_park_commit(w, pk))
-			wf_make_runnable(w, p); /* an unpark arrived while we were switching */
+		int e = WF_PARK_EMPTY;
+		if (!atomic_compare_exchange_strong_explicit(&pk->state, &e, WF_PARK_PARKED,
+							     memory_order_acq_rel,
+							     memory_order_acquire)) {
+			/* An unpark arrived while we were switching: consume it. */
+			WF_ASSERT(e == WF_PARK_NOTIFIED);
+			atomic_store_explicit(&pk->state, WF_PARK_EMPTY, memory_order_relaxed);
+			wf_make_runnable(w, p);
+		}
 		break;
 	}
 	case WF_AFTER_JOIN:

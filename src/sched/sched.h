@@ -18,7 +18,6 @@
 #include "sched/tls.h"
 #include "sched/ult.h"
 #include "stack/stack.h"
-#include "util/bias.h"
 #include "util/bspin.h"
 #include "util/fence.h"
 #include "util/util.h"
@@ -141,10 +140,6 @@ typedef struct wf_worker {
 	 * (bound to it, or a scheduler installed here); its owner hands them
 	 * to its scheduler. */
 	wf_mpfifo_t inbox;
-
-	/* Guards the ULT parkers biased to this worker (park.c): the owner
-	 * takes it without a locked instruction, others with a membarrier. */
-	WF_ALIGNED_CL wf_bias_lock_t park_bias;
 
 	/* The system call section its ULT is in: (count << 2) | flags; the
 	 * owner and the monitor CAS it (carrier.c). */
@@ -368,10 +363,6 @@ WF_HIDDEN void wf_park_unlock(wf_parker_t *p, wf_bspin_t *l, int how);
 /* wf_unpark for a parker that only the caller may unpark now (park.c). */
 WF_HIDDEN void wf_unpark_sole(wf_parker_t *p);
 WF_HIDDEN void wf_park_handoff(wf_parker_t *mine, wf_parker_t *p);
-/* After the switch away of a ULT that parks on p (wf_park, wf_park_to),
- * on its worker w: commit the park. 1: a token came first and was taken -
- * the ULT is to be made runnable again. */
-WF_HIDDEN int wf_park_commit(wf_worker_t *w, wf_parker_t *p);
 /* A foreign thread parks on p until unparked (0), until deadline_ns passes
  * (ETIMEDOUT; 0: none) or, if intr, until a signal handler ran on it
  * (EINTR). */

@@ -36,8 +36,6 @@ static inline __attribute__((always_inline)) void ult_init(wf_ult_t *u)
 	u->id = 0;
 	atomic_store_explicit(&u->parker.state, WF_PARK_EMPTY, memory_order_relaxed);
 	u->parker.ult = u;
-	atomic_store_explicit(&u->park_local, 0, memory_order_relaxed);
-	atomic_store_explicit(&u->park_need, WF_PARK_BIAS_AFTER, memory_order_relaxed);
 	u->state = WF_NEW;
 	u->bound_worker = -1;
 	u->last_worker = -1;

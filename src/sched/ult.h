@@ -85,15 +85,8 @@ enum wf_block_reason {
 	WF_BLOCK_NREASONS
 };
 
-/* Parker token states: wf_parker.state's low two bits. Above them, a ULT's
- * own parker may carry the worker it is biased to, plus one (park.c). */
+/* Parker token states (wf_parker.state). */
 enum { WF_PARK_EMPTY = 0, WF_PARK_NOTIFIED = 1, WF_PARK_PARKED = 2 };
-#define WF_PARK_TOKEN(s) ((s)&3)
-#define WF_PARK_BIAS(s)  ((s) >> 2)
-/* Unparks in a row from its worker before a ULT's parker is biased to it
- * at first; doubled whenever a bias is taken away, up to the max. */
-#define WF_PARK_BIAS_AFTER 8
-#define WF_PARK_BIAS_MAX   4096
 
 /* What a blocked thread waits on: a ULT (parks in the scheduler) or a
  * foreign kernel thread (waits on the state word as a futex). A ULT has one
@@ -123,8 +116,6 @@ typedef struct wf_ult {
 	weft_sched_node_t node; /* the scheduler's (weft/sched.h); owned by it while queued */
 	weft_t id;
 	wf_parker_t parker;
-	atomic_int park_local;   /* unparks in a row from the worker it parked on (park.c) */
-	atomic_int park_need;    /* how many in a row bias the parker to that worker */
 	int state;               /* enum wf_ult_state; written by its owner (see above),
 	                            relaxed: a signal's placer reads it as a hint */
 	int bound_worker;        /* -1, or the only worker allowed to run it */

@@ -234,14 +234,14 @@ static void test_ping_pong_unbound(void **state)
 	WT_OK(weft_shutdown());
 }
 
-/* A pair on one worker that hands the turn back and forth long enough has
- * its parkers biased to that worker (park.c): plain stores instead of
- * CASes. Unparks from the other worker and from a foreign thread, and
- * (unbound) the pair moving between workers, take the bias away again
- * (a membarrier) and let it come back; the spurious tokens they leave
- * make park return early, which the players' loop allows. A wake-up lost
- * in a change of hands hangs the pair (the deadline fails it); a ULT woken
- * twice aborts on its state check. */
+/* A pair on one worker hands the turn back and forth while unparks from
+ * the other worker and from a foreign thread land on both players at any
+ * moment - before a park, between its switch and its commit, while
+ * parked - and (unbound) the pair moves between the workers. The spurious
+ * tokens make park return early, which the players' loop allows. A
+ * wake-up lost to one of those races hangs the pair (the deadline fails
+ * it); a ULT woken twice aborts on its state check. Fresh pairs each
+ * round. */
 #define DISTURB_ROUNDS 100000
 #define DISTURB_PAIRS  20
 
@@ -321,7 +321,6 @@ static void ping_pong_disturbed_once(int worker)
 	assert_true(atomic_load(&d.unparks) > 0);
 }
 
-/* Fresh pairs: each starts with the shortest way to a bias. */
 static void ping_pong_disturbed(int worker)
 {
 	wt_init(2);
