@@ -280,6 +280,7 @@ static int stop_runtime(int at_exit)
 	}
 	atomic_store_explicit(&wf_rt.state, WF_RT_STOPPING, memory_order_release);
 	wf_workers_stop();
+	wf_wait_unbias(); /* before the workers' sides go: a foreign thread may still wait */
 	if (root)
 		root->tp = NULL; /* its kernel thread's: not wf_tls_alloc's */
 	release_w0_tp();

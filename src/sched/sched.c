@@ -440,7 +440,7 @@ void wf_after_switch(wf_worker_t *w)
 			WF_ASSERT(atomic_load_explicit(&pk->state, memory_order_relaxed) ==
 				  WF_PARK_EMPTY);
 			atomic_store_explicit(&pk->state, WF_PARK_PARKED, memory_order_relaxed);
-			wf_bspin_unlock(l, w->prev_unlock_how);
+			wf_bspin_unlock(l, w->prev_unlock_how, wf_worker_side);
 			if (unlikely(w->maint_owed)) {
 				w->maint_owed = 0;
 				maintain(w);

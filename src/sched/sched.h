@@ -141,6 +141,10 @@ typedef struct wf_worker {
 	 * to its scheduler. */
 	wf_mpfifo_t inbox;
 
+	/* Its side for the wait queues' locks biased to it (util/bspin.h,
+	 * src/sync/wait.c): entered by its carrier, revoked by others. */
+	WF_ALIGNED_CL wf_bspin_side_t wait_side;
+
 	/* The system call section its ULT is in: (count << 2) | flags; the
 	 * owner and the monitor CAS it (carrier.c). */
 	WF_ALIGNED_CL atomic_uint sys;
@@ -232,6 +236,13 @@ WF_HIDDEN extern atomic_int wf_poll_waiting;
 WF_HIDDEN wf_worker_t *wf_worker_self(void);
 /* The variable itself, for code that knows no switch can intervene. */
 WF_HIDDEN extern __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
+
+/* The side of the worker whose id is who - 1, for a lock that biases
+ * itself to it (util/bspin.h). */
+static inline wf_bspin_side_t *wf_worker_side(int who)
+{
+	return &wf_rt.workers[who - 1]->wait_side;
+}
 
 /* Carriers (the switching side; carrier.c has the protocol). */
 /* w is carried from now on by the kernel thread calling this, whose loops

@@ -293,6 +293,10 @@ void wf_workers_forked(wf_worker_t *kept)
 		atomic_store_explicit(&w->sys, 0, memory_order_relaxed);
 		atomic_store_explicit(&w->sig_kick, NULL, memory_order_relaxed);
 		atomic_store_explicit(&w->preempt_n, 0, memory_order_relaxed);
+		/* A thread that is gone may have been inside (wait.c's buckets
+		 * lose their biases with their waiters). */
+		atomic_store_explicit(&w->wait_side.owner, 0, memory_order_relaxed);
+		atomic_store_explicit(&w->wait_side.other, 0, memory_order_relaxed);
 		w->created = w->exited = 0;
 		w->resched = 0;
 		if (w != kept) {

@@ -163,6 +163,7 @@ static void table_put(struct wf_tsd *t)
 void wf_sync_start(int nworkers)
 {
 	wf_signals_start();
+	wf_wait_unbias(); /* biased to the workers of a runtime before, if any */
 	caches = aligned_alloc(WF_CACHELINE, (size_t)nworkers * sizeof *caches);
 	if (caches)
 		memset(caches, 0, (size_t)nworkers * sizeof *caches);

@@ -108,8 +108,9 @@ typedef struct {
 static wf_bucket_t buckets[WF_BUCKETS];
 
 /* Who takes a bucket lock, for its bias (util/bspin.h): the worker the
- * caller runs on, or 0 - a foreign thread, a ULT in a system call
- * section. No switch comes between this read and the lock. */
+ * caller runs on (its id plus one; its side is wf_worker_side's), or 0 -
+ * a foreign thread, a ULT in a system call section. No switch comes
+ * between this read and the lock. */
 static inline int taker(void)
 {
 	wf_worker_t *w = wf_tls_worker;
@@ -118,12 +119,18 @@ static inline int taker(void)
 
 static inline int bucket_lock(wf_bucket_t *b)
 {
-	return wf_bspin_lock(&b->lock, taker());
+	return wf_bspin_lock(&b->lock, taker(), wf_worker_side);
 }
 
 static inline void bucket_unlock(wf_bucket_t *b, int how)
 {
-	wf_bspin_unlock(&b->lock, how);
+	wf_bspin_unlock(&b->lock, how, wf_worker_side);
+}
+
+void wf_wait_unbias(void)
+{
+	for (unsigned i = 0; i < WF_BUCKETS; i++)
+		wf_bspin_unbias(&buckets[i].lock);
 }
 
 static inline wf_bucket_t *bucket_of(const void *addr)

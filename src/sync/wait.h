@@ -61,6 +61,10 @@ WF_HIDDEN int wf_wake_noresched(const void *addr, int n);
  * (cond.c: a signal's sequence bump and its waiter count in one
  * instruction). */
 WF_HIDDEN int wf_wake_counted(const void *addr, int n, uint64_t *count, uint64_t bump);
+/* Forget every wait queue lock's bias (util/bspin.h): a runtime's workers
+ * are gone, or new. Called only while no worker runs (foreign threads may
+ * wait meanwhile). */
+WF_HIDDEN void wf_wait_unbias(void);
 /* Wake up to nwake waiters on from and move up to nmove of the rest to to,
  * in wf_wake's order (cond broadcast without a stampede). Returns how many
  * it took off from: woken and moved. */

@@ -3,50 +3,60 @@
  * A wait queue's lock (src/sync/wait.c) is taken twice per hand-off between
  * two threads: by the waker and by the next waiter. When both run on one
  * worker, each exchange on the lock word is a locked instruction that
- * guards against nobody. So once the same taker - a small integer the
- * caller names it by, `who`, one per kernel thread that may hold the lock
- * at a time (a worker: its id plus one) - has taken the lock BSPIN_AFTER
- * times in a row, its last unlock biases the lock to it, and from then on
- * it takes the lock on the owner's side of an owner-biased lock (bias.h):
- * a store and a load, no locked instruction. Any other taker first takes
- * the bias away (revoke): the other side of that lock (a membarrier),
- * which waits until the owner is out, then bias = 0; each revoke doubles
- * the run the next bias needs (up to BSPIN_AFTER << BSPIN_MAX_SHIFT), so
- * a lock that keeps changing hands pays a membarrier only once in
- * thousands of takes, and one that never stays with one taker never
- * biases at all.
+ * guards against nobody. So once the same taker has taken the lock
+ * BSPIN_AFTER times in a row, its last unlock biases the lock to it, and
+ * from then on it takes the lock by entering its own side: the owner's
+ * side of an owner-biased lock (bias.h) that belongs to the taker, not to
+ * the lock - a store and a load, no locked instruction. Any other taker
+ * first takes the bias away (revoke): the other side of the owner's lock
+ * (a membarrier), which waits until the owner is out, then bias = 0. Each
+ * revoke doubles the run the next bias needs (up to BSPIN_AFTER <<
+ * BSPIN_MAX_SHIFT), so a lock that keeps changing hands pays a membarrier
+ * only once in thousands of takes, and one that never stays with one
+ * taker never biases at all.
+ *
+ * Takers: a small integer the caller names each one by, `who` (a worker:
+ * its id plus one), with a side of its own (the caller's table, `sides`).
+ * A `who` must name one kernel thread at a time, and only that thread
+ * enters its side. who 0 is a taker that never biases a lock (a thread
+ * that is no worker's).
  *
  *   unbiased  take: exchange on `word` (a test-and-test-and-set
  *             spinlock), then check bias: still 0, else let go and go
- *             back (see below). The unlock, in the taker's run, may set
- *             bias before it releases the word.
- *   biased    the owner (who == bias): the owner's side, then bias again:
- *             still ours, else out and back. Others: revoke, then as
- *             unbiased.
+ *             back. The unlock, at the end of the taker's run, may set
+ *             bias (to itself) before it releases the word.
+ *   biased    the owner (who == bias): enter its side, then check bias
+ *             again: still ours, else leave and go back. Others: revoke,
+ *             then as unbiased.
  *
  * Why the checks hold: bias is set only by a holder of the word, before it
- * releases it, so a taker that gets the word sees any bias set before; it
- * is cleared only under the other side, once the owner is out, and an
- * owner that enters after that sees it cleared (its side waits for
- * `other` to drop, which is released after the clear). So a holder of the
- * word and a holder of the owner's side never coexist: the word's holder
- * saw bias 0 after taking it, and no bias can be set while it holds it;
- * the owner saw bias == who inside its side, and a bias is taken away only
- * while the owner is outside.
+ * releases it, so a taker that gets the word sees any bias set before; and
+ * no bias can be set while the word is held, so the holder's check that
+ * bias is 0 stays true until it lets go. Bias is cleared only inside the
+ * other side of the owner's lock, once the owner is out of its side; an
+ * owner that enters after that sees it cleared (entering waits while
+ * `other` is up, and the revoker drops `other` only after the clear). A
+ * would-be owner whose bias was taken away and given to another taker
+ * meanwhile enters and leaves its own side - not the new owner's - and
+ * changes nothing. So a holder of the word and an owner never coexist.
  *
- * Ordering: the word is taken with acquire and released with release, the
- * owner's side is bias.h's (release out, acquire in); a revoke reads the
- * owner's exit with acquire and clears bias with release, and a taker of
- * the word reads bias with acquire, so what the owner wrote inside
- * happens-before whoever takes the word next.
+ * Sides nest: a taker inside its side (holding one biased lock) that takes
+ * another lock biased to it counts itself in again without looking at
+ * `other` (a revoker waiting on it waits until the count drops to 0), as
+ * wait.c's requeue does with two buckets, taken in address order so two
+ * takers never wait on each other.
  *
- * The owner must not be interrupted inside by code that takes the same
- * lock (as for the spinlock: weft never does), and `who` must name one
- * kernel thread at a time. A lock taken on the owner's side must be
- * released by the same `who` (it may be released by a different context
- * of it: the held-across-a-switch wait of wait.c); wf_bspin_lock returns
- * how it was taken, for wf_bspin_unlock. who 0: a taker that never biases
- * the lock (a thread that is no worker's).
+ * Ordering: the word is taken with acquire and released with release, a
+ * side with bias.h's (release out, acquire in); a revoke reads the owner's
+ * exit with acquire and clears bias with release, and a taker of the word
+ * reads bias with acquire, so what the owner wrote inside happens-before
+ * whoever takes the word next.
+ *
+ * The owner must not be interrupted inside by code that takes a lock
+ * biased to it (as for a spinlock: weft never does). A lock taken inside
+ * a side must be released by the same `who` (it may be released by a
+ * different context of it: wait.c's wait that parks holding its bucket's
+ * lock); wf_bspin_lock returns how it was taken, for wf_bspin_unlock.
  */
 #ifndef WF_UTIL_BSPIN_H
 #define WF_UTIL_BSPIN_H
@@ -57,42 +67,61 @@
 #define BSPIN_MAX_SHIFT 12 /* ... doubled by each revoke, up to 8 << 12 */
 
 typedef struct wf_bspin {
-	atomic_int word; /* the spinlock of the unbiased mode */
-	atomic_int bias; /* 0, or the taker that takes the owner's side */
-	wf_bias_lock_t side;
+	atomic_int word;  /* the spinlock of the unbiased mode */
+	atomic_int bias;  /* 0, or the taker that enters its side instead */
 	int last, streak; /* under the word: its last taker and how many in a row */
-	int shift;        /* under the word or the other side: revokes so far */
+	int shift;        /* under the word or a revoke: revokes so far */
 } wf_bspin_t;
 
-enum { WF_BSPIN_WORD = 0, WF_BSPIN_OWNER = 1 };
+/* A taker's side: owner = how many locks it holds through it (it alone
+ * writes it), other = a revoker's. */
+typedef wf_bias_lock_t wf_bspin_side_t;
 
-/* Take the bias away from its owner b. */
-static inline void wf_bspin_revoke(wf_bspin_t *l, int b)
+static inline void wf_bspin_side_enter(wf_bspin_side_t *s)
 {
-	wf_bias_other_lock(&l->side);
+	int n = atomic_load_explicit(&s->owner, memory_order_relaxed);
+	if (n) {
+		atomic_store_explicit(&s->owner, n + 1, memory_order_relaxed);
+		return;
+	}
+	wf_bias_owner_lock(s);
+}
+
+static inline void wf_bspin_side_leave(wf_bspin_side_t *s)
+{
+	int n = atomic_load_explicit(&s->owner, memory_order_relaxed);
+	atomic_store_explicit(&s->owner, n - 1, memory_order_release);
+}
+
+/* Take the bias away from its owner b, whose side is s. */
+static inline void wf_bspin_revoke(wf_bspin_t *l, int b, wf_bspin_side_t *s)
+{
+	wf_bias_other_lock(s);
 	if (atomic_load_explicit(&l->bias, memory_order_relaxed) == b) {
 		if (l->shift < BSPIN_MAX_SHIFT)
 			l->shift++;
 		l->streak = 0;
 		atomic_store_explicit(&l->bias, 0, memory_order_release);
 	}
-	wf_bias_other_unlock(&l->side);
+	wf_bias_other_unlock(s);
 }
 
-/* Returns how it was taken: WF_BSPIN_OWNER or WF_BSPIN_WORD. */
-static inline int wf_bspin_lock(wf_bspin_t *l, int who)
+/* Take l as `who`; sides(b) is taker b's side. Returns how it was taken,
+ * for the unlock: who (through its side) or 0 (the word). */
+static inline int wf_bspin_lock(wf_bspin_t *l, int who, wf_bspin_side_t *(*sides)(int))
 {
 	for (;;) {
 		int b = atomic_load_explicit(&l->bias, memory_order_relaxed);
 		if (b) {
 			if (b != who) {
-				wf_bspin_revoke(l, b);
+				wf_bspin_revoke(l, b, sides(b));
 				continue;
 			}
-			wf_bias_owner_lock(&l->side);
+			wf_bspin_side_t *s = sides(who);
+			wf_bspin_side_enter(s);
 			if (likely(atomic_load_explicit(&l->bias, memory_order_relaxed) == who))
-				return WF_BSPIN_OWNER;
-			wf_bias_owner_unlock(&l->side); /* revoked meanwhile */
+				return who;
+			wf_bspin_side_leave(s); /* revoked meanwhile */
 			continue;
 		}
 		if (!atomic_exchange_explicit(&l->word, 1, memory_order_acquire)) {
@@ -103,7 +132,7 @@ static inline int wf_bspin_lock(wf_bspin_t *l, int who)
 					l->last = who;
 					l->streak = 1;
 				}
-				return WF_BSPIN_WORD;
+				return 0;
 			}
 			atomic_store_explicit(&l->word, 0, memory_order_release);
 			continue;
@@ -113,15 +142,24 @@ static inline int wf_bspin_lock(wf_bspin_t *l, int who)
 	}
 }
 
-static inline void wf_bspin_unlock(wf_bspin_t *l, int how)
+/* Release l, taken as `how` (wf_bspin_lock's result). */
+static inline void wf_bspin_unlock(wf_bspin_t *l, int how, wf_bspin_side_t *(*sides)(int))
 {
-	if (how == WF_BSPIN_OWNER) {
-		wf_bias_owner_unlock(&l->side);
+	if (how) {
+		wf_bspin_side_leave(sides(how));
 		return;
 	}
 	if (l->last && l->streak >= (BSPIN_AFTER << l->shift))
 		atomic_store_explicit(&l->bias, l->last, memory_order_release);
 	atomic_store_explicit(&l->word, 0, memory_order_release);
+}
+
+/* Forget l's bias, when the takers' table changes: no taker but who 0
+ * may hold or take l meanwhile (a taker 0 never sets a bias, and a holder
+ * of the word sees none). */
+static inline void wf_bspin_unbias(wf_bspin_t *l)
+{
+	atomic_store_explicit(&l->bias, 0, memory_order_release);
 }
 
 #endif

@@ -825,7 +825,7 @@ static void test_timer_fires_beside_cond_pingpong(void **state)
  * corrupts the list (a crash); the mutex must still exclude. Fresh
  * condition variables at fresh addresses: each lands in a bucket that has
  * not yet learned to wait long for its bias. */
-#define DISTURB_PAIRS  20
+#define DISTURB_PAIRS  40
 #define DISTURB_ROUNDS 20000
 
 struct disturbed {
@@ -895,8 +895,9 @@ static void *disturb_pthread(void *arg)
 static void cond_pingpong_disturbed(int worker)
 {
 	wt_init(2);
+	static struct disturbed *ds[DISTURB_PAIRS]; /* freed at the end: fresh addresses */
 	for (int k = 0; k < DISTURB_PAIRS; k++) {
-		struct disturbed *d = calloc(1, sizeof *d);
+		struct disturbed *d = ds[k] = calloc(1, sizeof *d);
 		WT_TRUE(d != NULL, "out of memory");
 		WT_OK(weft_mutex_init(&d->m, NULL));
 		WT_OK(weft_cond_init(&d->c, NULL));
@@ -915,8 +916,9 @@ static void cond_pingpong_disturbed(int worker)
 		WT_CMP(atomic_load(&d->pokes), >, 0);
 		WT_OK(weft_cond_destroy(&d->c));
 		WT_OK(weft_mutex_destroy(&d->m));
-		free(d);
 	}
+	for (int k = 0; k < DISTURB_PAIRS; k++)
+		free(ds[k]);
 	WT_OK(weft_shutdown());
 }
 
