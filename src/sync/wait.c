@@ -425,9 +425,11 @@ int wf_requeue(const void *from, int nwake, const void *to, int nmove)
 	wf_bucket_t *first = bf < bt ? bf : bt, *second = bf < bt ? bt : bf;
 	wf_waiter_t *chain = NULL, **tail = &chain;
 	int woken = 0, moved = 0;
-	int how1 = bucket_lock(first), how2 = 0;
+	/* Two locks at once: both as taker 0, on their words (util/bspin.h:
+	 * a taker never waits for a lock while it holds one through its side). */
+	int how1 = wf_bspin_lock(&first->lock, 0, wf_worker_side), how2 = 0;
 	if (second != first)
-		how2 = bucket_lock(second);
+		how2 = wf_bspin_lock(&second->lock, 0, wf_worker_side);
 	for (wf_waiter_t *me = bf->head; me && (woken < nwake || moved < nmove);) {
 		wf_waiter_t *next = me->next;
 		if (atomic_load_explicit(&me->addr, memory_order_relaxed) == from) {

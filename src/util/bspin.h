@@ -40,11 +40,11 @@
  * meanwhile enters and leaves its own side - not the new owner's - and
  * changes nothing. So a holder of the word and an owner never coexist.
  *
- * Sides nest: a taker inside its side (holding one biased lock) that takes
- * another lock biased to it counts itself in again without looking at
- * `other` (a revoker waiting on it waits until the count drops to 0), as
- * wait.c's requeue does with two buckets, taken in address order so two
- * takers never wait on each other.
+ * A taker holds at most one lock through its side, and never waits for a
+ * lock meanwhile: its side stands for every lock biased to it, so a
+ * revoker of another one would wait for it while it waited for the
+ * revoker (or for a lock the revoker holds). Code that holds two locks at
+ * once takes both as who 0, on their words (wait.c's requeue).
  *
  * Ordering: the word is taken with acquire and released with release, a
  * side with bias.h's (release out, acquire in); a revoke reads the owner's
@@ -73,25 +73,8 @@ typedef struct wf_bspin {
 	int shift;        /* under the word or a revoke: revokes so far */
 } wf_bspin_t;
 
-/* A taker's side: owner = how many locks it holds through it (it alone
- * writes it), other = a revoker's. */
+/* A taker's side: an owner-biased lock whose owner is the taker. */
 typedef wf_bias_lock_t wf_bspin_side_t;
-
-static inline void wf_bspin_side_enter(wf_bspin_side_t *s)
-{
-	int n = atomic_load_explicit(&s->owner, memory_order_relaxed);
-	if (n) {
-		atomic_store_explicit(&s->owner, n + 1, memory_order_relaxed);
-		return;
-	}
-	wf_bias_owner_lock(s);
-}
-
-static inline void wf_bspin_side_leave(wf_bspin_side_t *s)
-{
-	int n = atomic_load_explicit(&s->owner, memory_order_relaxed);
-	atomic_store_explicit(&s->owner, n - 1, memory_order_release);
-}
 
 /* Take the bias away from its owner b, whose side is s. */
 static inline void wf_bspin_revoke(wf_bspin_t *l, int b, wf_bspin_side_t *s)
@@ -118,10 +101,10 @@ static inline int wf_bspin_lock(wf_bspin_t *l, int who, wf_bspin_side_t *(*sides
 				continue;
 			}
 			wf_bspin_side_t *s = sides(who);
-			wf_bspin_side_enter(s);
+			wf_bias_owner_lock(s);
 			if (likely(atomic_load_explicit(&l->bias, memory_order_relaxed) == who))
 				return who;
-			wf_bspin_side_leave(s); /* revoked meanwhile */
+			wf_bias_owner_unlock(s); /* revoked meanwhile */
 			continue;
 		}
 		if (!atomic_exchange_explicit(&l->word, 1, memory_order_acquire)) {
@@ -146,7 +129,7 @@ static inline int wf_bspin_lock(wf_bspin_t *l, int who, wf_bspin_side_t *(*sides
 static inline void wf_bspin_unlock(wf_bspin_t *l, int how, wf_bspin_side_t *(*sides)(int))
 {
 	if (how) {
-		wf_bspin_side_leave(sides(how));
+		wf_bias_owner_unlock(sides(how));
 		return;
 	}
 	if (l->last && l->streak >= (BSPIN_AFTER << l->shift))
