@@ -80,7 +80,8 @@ typedef wf_bias_lock_t wf_bspin_side_t;
 static inline void wf_bspin_revoke(wf_bspin_t *l, int b, wf_bspin_side_t *s)
 {
 	wf_bias_other_lock(s);
-	if (atomic_load_explicit(&l->bias, memory_order_relaxed) == b) {
+	/* acquire: the unlock that set the bias read last, streak and shift */
+	if (atomic_load_explicit(&l->bias, memory_order_acquire) == b) {
 		if (l->shift < BSPIN_MAX_SHIFT)
 			l->shift++;
 		l->streak = 0;
