@@ -7,7 +7,10 @@
  * same queues, so wakes cross between them.
  *
  * The table
- *   WF_BUCKETS buckets, each a spinlock and a doubly linked list of
+ *   WF_BUCKETS buckets, each a lock (a spinlock that biases itself to a
+ *   worker that keeps taking it, util/bspin.h: on one worker, a wake and
+ *   the next wait take it without a locked instruction; requeue, which
+ *   holds two, takes both on their words) and a doubly linked list of
  *   waiters, ordered by priority (the waiting ULT's rank, sched/prio.h:
  *   POSIX wants the highest-priority waiter woken first under SCHED_FIFO
  *   and SCHED_RR, and Linux's futexes do so too) and FIFO among equals; an
