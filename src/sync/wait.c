@@ -362,10 +362,7 @@ again:;
 
 int wf_wake(const void *addr, int n)
 {
-	int woken = wf_wake_noresched(addr, n);
-	if (woken)
-		wf_resched_point(); /* a woken ULT may outrank us (sched/prio.h) */
-	return woken;
+	return wf_wake_counted(addr, n, NULL, 0);
 }
 
 /* Take up to n waiters of addr out of its bucket and unpark them; with a
@@ -404,7 +401,7 @@ int wf_wake_counted(const void *addr, int n, uint64_t *count, uint64_t bump)
 {
 	int woken = wake(addr, n, count, bump);
 	if (woken)
-		wf_resched_point(); /* as in wf_wake */
+		wf_resched_point(); /* a woken ULT may outrank us (sched/prio.h) */
 	return woken;
 }
 

@@ -54,7 +54,8 @@ WF_HIDDEN int wf_wake(const void *addr, int n);
  * loop, its pick of the next ULT), where the caller is no ULT that could
  * give way. */
 WF_HIDDEN int wf_wake_noresched(const void *addr, int n);
-/* wf_wake that also adds bump - (how many it woke) to *count, with one
+/* wf_wake that also adds bump - (how many it woke) to *count (if count is
+ * not NULL: wf_wake is this without one), with one
  * read-modify-write made under the bucket lock: a waiter checking addr
  * under that lock sees the update and the wake as one step. For a word
  * that holds both the waited-on value and a count of its waiters
