@@ -194,16 +194,16 @@ static void mark(void *o, size_t size)
 
 /* ---- waiting in the kernel ----------------------------------------------------------- */
 
-/* f(args) inside a section; its return value and errno are kept. */
+/* f(args) inside a section; its return value and errno are kept (the
+ * section's end carries errno if the ULT moves: writing it here after the
+ * end could write the kernel thread's it left, sched/sched.h). */
 #define WAIT(cancel_point, call)                      \
 	({                                            \
 		if (cancel_point)                     \
 			wf_testcancel();              \
 		wf_ult_t *wf_u_ = wf_section_begin(); \
 		int wf_r_ = (call);                   \
-		int wf_e_ = errno;                    \
 		wf_section_end(wf_u_);                \
-		errno = wf_e_;                        \
 		wf_r_;                                \
 	})
 

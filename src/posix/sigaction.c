@@ -158,8 +158,8 @@ WF_PX_API int WF_PX(kill)(pid_t pid, int sig)
 		if (unlikely(atomic_load_explicit(&self->sig_pending, memory_order_acquire) &
 			     open)) {
 			int e = errno;
-			wf_sig_deliver(self);
-			errno = e;
+			wf_sig_deliver(self); /* a handler may block and move */
+			*wf_errno_here() = e;
 		}
 	}
 	return r;

@@ -254,7 +254,7 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 {
 	(void)sig;
 	(void)si;
-	int saved = errno;
+	int saved = *wf_errno_here();
 	ucontext_t *uc = ucv;
 	wf_worker_t *w = wf_worker_self();
 	wf_ult_t *u = w ? w->current : NULL;
@@ -309,7 +309,7 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 			wf_preempt_hook(u); /* what was sent to it while it waited its turn */
 	}
 out:
-	errno = saved;
+	*wf_errno_here() = saved; /* where this ULT runs now */
 }
 
 int wf_preempt_start(void)

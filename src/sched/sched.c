@@ -61,6 +61,9 @@
  *   then migrates writes the old worker's errno - a thread pointer of its
  *   own is the cure for that. (A ULT that has one keeps its errno there;
  *   the save and restore then touch the worker's, harmlessly.)
+ *   weft's own code that keeps errno across a possible switch (the
+ *   preemption handler, a signal's delivery in kill) writes it back
+ *   through wf_errno_here, which finds the address afresh.
  *
  * Thread pointers
  *   A ULT may have a thread control block of its own (tls.c; every thread
@@ -161,6 +164,11 @@ __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
 __attribute__((noinline, noipa)) wf_worker_t *wf_worker_self(void)
 {
 	return wf_tls_worker;
+}
+
+__attribute__((noinline, noipa)) int *wf_errno_here(void)
+{
+	return &errno;
 }
 
 /* wf_tls_worker's distance from a thread pointer: the same in every block

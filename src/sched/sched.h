@@ -234,6 +234,12 @@ WF_HIDDEN extern atomic_int wf_poll_waiting;
  * between kernel threads across any switch, and a compiler may not cache a
  * thread-local address across that. */
 WF_HIDDEN wf_worker_t *wf_worker_self(void);
+/* errno's address under the thread pointer installed now (sched.c,
+ * "errno"). Never inlined, for the same reason: __errno_location is
+ * declared const, so code that saves errno, may switch (a preemption, a
+ * signal's handler) and restores it would otherwise write the errno of the
+ * kernel thread it left - another ULT's. */
+WF_HIDDEN int *wf_errno_here(void);
 /* The variable itself, for code that knows no switch can intervene. */
 WF_HIDDEN extern __thread wf_worker_t *wf_tls_worker __attribute__((tls_model("initial-exec")));
 

@@ -591,6 +591,86 @@ static void test_sections_around_the_threshold(void **state)
 	WT_OK(weft_shutdown());
 }
 
+/* Sections handed over while ULTs beside them are preempted: a preempted
+ * ULT resumes on its worker, which may have moved to another kernel thread
+ * meanwhile; its preemption must put its errno back where it runs now, not
+ * into the kernel thread it left, where a section's ULT keeps its own
+ * (errno's address is the kernel thread's, and __errno_location being
+ * const, a compiler may keep it across the handler's switch). */
+enum { CLASH_SPINNERS = 2, CLASH_SECTION_ULTS = 2, CLASH_MS = 800 };
+
+static struct {
+	atomic_int stop;
+	atomic_long sections, spins, bad_section_errno, bad_spinner_errno;
+} clash;
+
+/* Computes 300 us at a time with its own errno: three slices of 100 us. */
+static void *clash_spinner(void *arg)
+{
+	int tag = 3000 + (int)(uintptr_t)arg;
+	while (!atomic_load(&clash.stop)) {
+		set_errno(tag);
+		uint64_t until = wt_now_ns() + 300000;
+		while (wt_now_ns() < until)
+			;
+		if (current_errno() != tag)
+			atomic_fetch_add(&clash.bad_spinner_errno, 1);
+		atomic_fetch_add(&clash.spins, 1);
+	}
+	return NULL;
+}
+
+/* Sections of 0-80 us against a 20 us threshold, each with its own errno. */
+static void *clash_sections(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	for (long i = 0; !atomic_load(&clash.stop); i++) {
+		seed = seed * 1103515245u + 12345u;
+		uint64_t spin = (uint64_t)((seed >> 16) % 80) * 1000;
+		int e = 2000 + (int)(i % 89);
+		set_errno(e);
+		weft_syscall_t s = weft_syscall_begin();
+		uint64_t until = wt_now_ns() + spin;
+		while (wt_now_ns() < until)
+			;
+		weft_syscall_end(s);
+		if (current_errno() != e)
+			atomic_fetch_add(&clash.bad_section_errno, 1);
+		atomic_fetch_add(&clash.sections, 1);
+		if (i % 8 == 7)
+			weft_yield();
+	}
+	return NULL;
+}
+
+static void test_sections_beside_preempted_ults_keep_errno(void **state)
+{
+	weft_config_t c = config_with(2);
+	c.syscall_ns = EDGE_THRESHOLD_NS;
+	c.preempt_ns = 100000; /* the shortest slice */
+	WT_OK(weft_init(&c));
+	weft_t p[CLASH_SPINNERS], s[CLASH_SECTION_ULTS];
+	for (int i = 0; i < CLASH_SPINNERS; i++)
+		p[i] = wt_spawn(NULL, clash_spinner, (void *)(uintptr_t)i);
+	for (int i = 0; i < CLASH_SECTION_ULTS; i++)
+		s[i] = wt_spawn(NULL, clash_sections, (void *)(uintptr_t)(i * 7919 + 1));
+	WT_OK(weft_sleep_ns(CLASH_MS * MS));
+	atomic_store(&clash.stop, 1);
+	for (int i = 0; i < CLASH_SPINNERS; i++)
+		wt_join(p[i]);
+	for (int i = 0; i < CLASH_SECTION_ULTS; i++)
+		wt_join(s[i]);
+	printf("[          ] %ld sections, %ld spins; %ld errno lost in sections, %ld in "
+	       "spinners\n",
+	       atomic_load(&clash.sections), atomic_load(&clash.spins),
+	       atomic_load(&clash.bad_section_errno), atomic_load(&clash.bad_spinner_errno));
+	WT_EQ(atomic_load(&clash.bad_section_errno), 0);
+	WT_EQ(atomic_load(&clash.bad_spinner_errno), 0);
+	WT_CMP(atomic_load(&clash.sections), >, 0);
+	WT_CMP(atomic_load(&clash.spins), >, 0);
+	WT_OK(weft_shutdown());
+}
+
 /* ---- life after a hand-over ------------------------------------------------- */
 
 static __thread long tls_mark;
@@ -1419,6 +1499,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_errno_of_a_short_section),
 		cmocka_unit_test(test_many_short_sections),
 		cmocka_unit_test(test_sections_around_the_threshold),
+		cmocka_unit_test(test_sections_beside_preempted_ults_keep_errno),
 		cmocka_unit_test(test_ult_works_normally_after_a_hand_over),
 		cmocka_unit_test(test_timers_fire_while_the_worker_thread_is_blocked),
 		cmocka_unit_test(test_root_ult_blocks_in_a_section),
