@@ -64,6 +64,12 @@
  *   weft's own code that keeps errno across a possible switch (the
  *   preemption handler, a signal's delivery in kill) writes it back
  *   through wf_errno_here, which finds the address afresh.
+ *   Preemption makes every instruction of such a ULT a possible switch:
+ *   the handler keeps the ULT on its worker (preempt.c), but a worker whose
+ *   section was handed over runs on another kernel thread afterwards, so
+ *   an errno or thread-local address the ULT had just computed when it was
+ *   stopped names the old one's. A window of a few instructions, only with
+ *   a hand-over meanwhile; storage of its own closes it.
  *
  * Thread pointers
  *   A ULT may have a thread control block of its own (tls.c; every thread
