@@ -68,6 +68,20 @@ void wt_skip(const char *fmt, ...)
 	_exit(WT_SKIP_STATUS);
 }
 
+void wt_need_preemption(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	wt_skip("preemption is not built in sanitizer builds (src/sched/preempt.c)");
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+	wt_skip("preemption is not built in sanitizer builds (src/sched/preempt.c)");
+#endif
+#endif
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	wt_skip("preemption is built on x86-64 and aarch64 only");
+#endif
+}
+
 static void no_core_dumps(void)
 {
 	struct rlimit rl = {0, 0};

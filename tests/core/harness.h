@@ -39,6 +39,10 @@ int wt_run(int argc, char **argv, const struct CMUnitTest *tests, size_t n);
 /* End the current test as skipped, saying why. */
 _Noreturn void wt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Skip the current test where weft has no preemption (sanitizer builds,
+ * other architectures: src/sched/preempt.c). */
+void wt_need_preemption(void);
+
 /* "EINVAL" for EINVAL, "0" for 0, a number otherwise. */
 const char *wt_errname(long long e);
 

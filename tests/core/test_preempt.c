@@ -40,20 +40,6 @@
 /* The slice the tests use, whatever WEFT_PREEMPT_NS says. */
 #define SLICE_NS (10 * (long)MS)
 
-static void need_preemption(void)
-{
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	wt_skip("preemption is not built in sanitizer builds (src/sched/preempt.c)");
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-	wt_skip("preemption is not built in sanitizer builds (src/sched/preempt.c)");
-#endif
-#endif
-#if !defined(__x86_64__) && !defined(__aarch64__)
-	wt_skip("preemption is built on x86-64 and aarch64 only");
-#endif
-}
-
 /* weft_config_init's values (the variant's scheduler and context) with one
  * worker and the given slice (negative: preemption off); scheds, if not
  * NULL, replaces the scheduler. */
@@ -95,7 +81,7 @@ static void *ping(void *arg)
 static void test_spinning_pair_hands_a_flag_back_and_forth(void **state)
 {
 	(void)state;
-	need_preemption();
+	wt_need_preemption();
 	init_one_worker(SLICE_NS, NULL);
 	atomic_store(&turn, 0);
 	uint64_t start = wt_now_ns();
@@ -127,7 +113,7 @@ static void *spin_until_stopped(void *arg)
 static void test_spinner_lets_a_sleeper_wake(void **state)
 {
 	(void)state;
-	need_preemption();
+	wt_need_preemption();
 	init_one_worker(SLICE_NS, NULL);
 	weft_t t = wt_spawn(NULL, spin_until_stopped, NULL);
 	uint64_t asked = 30 * MS;
@@ -279,7 +265,7 @@ static void *async_spinner(void *arg)
 static void test_async_cancel_ends_a_spinning_ult(void **state)
 {
 	(void)state;
-	need_preemption();
+	wt_need_preemption();
 	init_one_worker(SLICE_NS, NULL);
 	weft_t t = wt_spawn(NULL, async_spinner, NULL);
 	WT_OK(weft_sleep_ns(20 * MS)); /* it spins meanwhile */
@@ -394,7 +380,7 @@ static weft_t spawn_rr(void *(*fn)(void *))
 static void test_rr_spinner_gives_way_after_its_rr_slice(void **state)
 {
 	(void)state;
-	need_preemption();
+	wt_need_preemption();
 	init_one_worker(SLICE_NS, "prio");
 	WT_OK(weft_setschedparam(WEFT_NULL, SCHED_FIFO, 99));
 	weft_t a = spawn_rr(rr_spinner);
@@ -470,7 +456,7 @@ static void *tls_spinner(void *arg)
 static void test_errno_and_thread_locals_survive_preemption(void **state)
 {
 	(void)state;
-	need_preemption();
+	wt_need_preemption();
 	init_one_worker(SLICE_NS, NULL);
 	weft_attr_t a;
 	WT_OK(weft_attr_init(&a));

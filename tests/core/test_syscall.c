@@ -647,6 +647,7 @@ static void *clash_sections(void *arg)
 
 static void test_sections_beside_preempted_ults_keep_errno(void **state)
 {
+	wt_need_preemption();
 	weft_config_t c = config_with(2);
 	c.syscall_ns = EDGE_THRESHOLD_NS;
 	c.preempt_ns = 100000; /* the shortest slice */
