@@ -857,6 +857,8 @@ static wf_ult_t *find_work(wf_worker_t *w)
 				break;
 			if (WF_TRACING())
 				wf_trace_help(); /* the flusher cannot have this CPU */
+			if (wf_stack_prefill())
+				continue; /* stacks for a creator (stack.c): look again at once */
 			/* Back off between scans: every scan pulls the victims'
 			 * queue cache lines over, slowing their owners down. */
 			unsigned pauses = SPIN_PAUSES
@@ -872,6 +874,10 @@ static wf_ult_t *find_work(wf_worker_t *w)
 				break;
 		}
 		atomic_fetch_sub_explicit(&wf_rt.nspinning, 1, memory_order_seq_cst);
+		/* Stacks a creator will want (stack.c, "prefilling"): made
+		 * before sleeping, a batch at a time while no work shows. */
+		while (!work_hint(w) && wf_stack_prefill())
+			;
 
 		/* Sleep with the signals every live ULT blocks blocked
 		 * ("Signal masks"); announce, re-check everything, then wait. */

@@ -90,6 +90,8 @@ int wf_ult_spawn(const weft_attr_t *attr, void *(*fn)(void *), void *arg, weft_t
 			       attr ? attr->guardsize_ : 0, &s);
 	if (e)
 		return e;
+	if (wf_stack_prefill_kicked())
+		wf_wake_one_idle(NULL); /* to lay out the next stacks (stack.c, "prefilling") */
 	wf_ult_t *u = wf_ult_of_stack(s);
 	ult_init(u);
 	u->fn = fn;

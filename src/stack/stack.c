@@ -27,7 +27,9 @@
  *
  * Freed default-size stacks go to the worker's cache (no locks, no system
  * calls), then to a global cache; guarded ones past GLOBAL_CACHE_MAX are
- * unmapped, slab ones stay cached until shutdown.
+ * unmapped, slab ones stay cached until shutdown. While creates outrun
+ * frees, idle workers lay out fresh slab stacks ahead of them on the
+ * global cache ("prefilling", below).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -69,6 +71,8 @@ static size_t slab_left;
 static void **slabs; /* every slab mapping, unmapped whole at shutdown */
 static size_t nslabs, slabs_cap;
 static size_t slab_bytes;
+static atomic_int prefill_wanted; /* wf_stack_prefill */
+atomic_int wf_stack_prefill_kick;
 
 size_t wf_page_size(void)
 {
@@ -141,9 +145,10 @@ static wf_stack_t *map_bare(size_t size)
 	return p == MAP_FAILED ? NULL : layout(p, size, 0, WF_STACK_BARE);
 }
 
-/* One stack from the current slab (a new slab if it is used up).
- * Called with global_lock held. */
-static wf_stack_t *carve_slab(size_t size)
+/* The base of one region of the current slab (a new slab if it is used
+ * up), or NULL. Called with global_lock held; layout() goes outside it,
+ * for it faults the region's top page in. */
+static char *carve_slab(size_t size)
 {
 	if (slab_left < size) {
 		if (nslabs == slabs_cap) {
@@ -167,8 +172,14 @@ static wf_stack_t *carve_slab(size_t size)
 	char *base = slab_cur;
 	slab_cur += size;
 	slab_left -= size;
-	/* Shifted down by the canary: the region's own descriptor then ends
-	 * that far below its top, where the next region's canary goes. */
+	return base;
+}
+
+/* A region carved by carve_slab, laid out. Shifted down by the canary:
+ * the region's own descriptor then ends that far below its top, where the
+ * next region's canary goes. */
+static wf_stack_t *layout_slab(char *base, size_t size)
+{
 	return layout(base - SLAB_CANARY, size, 0, WF_STACK_SLAB);
 }
 
@@ -217,10 +228,16 @@ int wf_stack_alloc(wf_stack_cache_t *c, size_t size, void *user_addr, size_t gua
 		s->next = NULL;
 	} else if (size == default_size && !guard_budget_left()) {
 		wf_spin_lock(&global_lock);
-		s = carve_slab(size);
+		char *base = carve_slab(size);
 		wf_spin_unlock(&global_lock);
-		if (!s)
+		if (!base)
 			return ENOMEM;
+		s = layout_slab(base, size);
+		/* Stacks are being made faster than they are freed: ask the
+		 * idle workers to fault the next ones in (wf_stack_prefill). */
+		if (!atomic_load_explicit(&prefill_wanted, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&prefill_wanted, 1, memory_order_relaxed))
+			atomic_store_explicit(&wf_stack_prefill_kick, 1, memory_order_relaxed);
 	} else {
 		s = guard_budget_left() ? map_guarded(size, pg) : map_bare(size);
 	}
@@ -278,6 +295,50 @@ static void release_global(wf_stack_t *s)
 	global_cache = s;
 	global_n++;
 	wf_spin_unlock(&global_lock);
+}
+
+/* ---- prefilling ----------------------------------------------------------- */
+
+/* A fresh slab region costs whoever lays it out a page fault: its
+ * descriptor's page. When ULTs are made faster than they end (a million
+ * alive at once), every create takes one, in the creator's critical path -
+ * about as long as the rest of a create and join together. So once a
+ * create had to carve a region (the caches were empty), an idle worker
+ * carves the next ones, lays them out - taking their faults on its own
+ * CPU - and puts them on the global cache, a batch at a time, until it
+ * holds PREFILL_MAX. Creators then find them there. What this costs is the
+ * memory of at most PREFILL_MAX stacks made ahead (a page each), which the
+ * next creates would take anyway; a program whose threads come and go
+ * reuses cached stacks and never asks. */
+enum { PREFILL_BATCH = 8, PREFILL_MAX = 2 * CACHE_BATCH };
+
+int wf_stack_prefill(void)
+{
+	if (likely(!atomic_load_explicit(&prefill_wanted, memory_order_relaxed)))
+		return 0;
+	char *base[PREFILL_BATCH];
+	int n = 0;
+	size_t size = default_size;
+	wf_spin_lock(&global_lock);
+	while (n < PREFILL_BATCH && global_n + n < PREFILL_MAX && (base[n] = carve_slab(size)))
+		n++;
+	if (n < PREFILL_BATCH)
+		atomic_store_explicit(&prefill_wanted, 0, memory_order_relaxed);
+	wf_spin_unlock(&global_lock);
+	if (!n)
+		return 0;
+	wf_stack_t *first = NULL, **link = &first;
+	for (int i = 0; i < n; i++) {
+		wf_stack_t *st = layout_slab(base[i], size);
+		*link = st;
+		link = &st->next;
+	}
+	wf_spin_lock(&global_lock);
+	*link = global_cache;
+	global_cache = first;
+	global_n += n;
+	wf_spin_unlock(&global_lock);
+	return n;
 }
 
 void wf_stack_abandoned(const wf_stack_t *s)
@@ -349,6 +410,7 @@ void wf_stack_global_drain(void)
 	nslabs = 0;
 	slab_cur = NULL;
 	slab_left = 0;
+	atomic_store_explicit(&prefill_wanted, 0, memory_order_relaxed);
 	wf_spin_unlock(&global_lock);
 }
 

@@ -93,6 +93,18 @@ WF_HIDDEN int wf_stack_alloc(wf_stack_cache_t *cache, size_t size, void *user_ad
 WF_HIDDEN wf_stack_t *wf_stack_thread(void);
 WF_HIDDEN void wf_stack_free(wf_stack_cache_t *cache, wf_stack_t *s);
 WF_HIDDEN void wf_stack_cache_drain(wf_stack_cache_t *cache);
+/* From an idle worker: if creates have been carving fresh stacks, lay out
+ * a few more ahead of them, on the global cache (stack.c, "prefilling").
+ * Returns how many (0: nothing was asked). */
+WF_HIDDEN int wf_stack_prefill(void);
+/* Set when a create first asks for that: whoever sees it (the creator,
+ * just after wf_stack_alloc) wakes an idle worker to do it. */
+WF_HIDDEN extern atomic_int wf_stack_prefill_kick;
+static inline int wf_stack_prefill_kicked(void)
+{
+	return unlikely(atomic_load_explicit(&wf_stack_prefill_kick, memory_order_relaxed)) &&
+	       atomic_exchange_explicit(&wf_stack_prefill_kick, 0, memory_order_relaxed);
+}
 /* Give back every cached stack and slab (no stack is in use any more). */
 WF_HIDDEN void wf_stack_global_drain(void);
 /* s's frames were never unwound (its thread vanished: the child of a
