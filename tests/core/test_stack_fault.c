@@ -21,7 +21,7 @@
 
 #define ULT_NAME "deep-diver"
 
-enum fault_kind { FAULT_GUARD, FAULT_SLAB, FAULT_SLAB_ENV, FAULT_USER_STACK };
+enum fault_kind { FAULT_GUARD, FAULT_DEFAULT_GUARD, FAULT_SLAB, FAULT_SLAB_ENV, FAULT_USER_STACK };
 
 static atomic_int go;
 static char *user_stack;
@@ -53,6 +53,7 @@ static void *misbehave(void *arg)
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
 	switch (kind) {
 	case FAULT_GUARD:
+	case FAULT_DEFAULT_GUARD:
 		dive(0);
 		break;
 	case FAULT_SLAB:
@@ -102,6 +103,8 @@ static void fault_child(void *arg)
 		c.guarded_stacks_max = -1;
 		c.stack_size = WEFT_STACK_MIN;
 	}
+	if (kind == FAULT_DEFAULT_GUARD)
+		c.stack_size = WEFT_STACK_MIN; /* a default-size stack, 16 KiB */
 	WT_OK(weft_init(&c));
 	weft_attr_t a;
 	WT_OK(weft_attr_init(&a));
@@ -113,7 +116,7 @@ static void fault_child(void *arg)
 		assert_non_null(user_stack);
 		WT_OK(weft_attr_setstack(&a, user_stack, USER_STACK_SIZE));
 	}
-	if (kind == FAULT_SLAB || kind == FAULT_SLAB_ENV) {
+	if (kind == FAULT_SLAB || kind == FAULT_SLAB_ENV || kind == FAULT_DEFAULT_GUARD) {
 		/* Not the lowest stack of its slab: what lies below it is
 		 * another stack, not whatever is mapped below the slab. */
 		wt_spawn(NULL, wait_forever, NULL);
@@ -171,6 +174,13 @@ static void test_guard_page_overflow_aborts_naming_ult(void **state)
 	expect_abort_naming_ult(FAULT_GUARD, NULL);
 }
 
+/* A stack of the default size, made while the guard budget lasts: a
+ * guarded mapping of its own, among other ULTs' stacks. */
+static void test_default_stack_overflow_hits_its_guard_naming_ult(void **state)
+{
+	expect_abort_naming_ult(FAULT_DEFAULT_GUARD, "guard page hit");
+}
+
 static void test_slab_stack_canary_smash_aborts_naming_ult(void **state)
 {
 	expect_abort_naming_ult(FAULT_SLAB, "canary");
@@ -190,6 +200,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_guard_page_overflow_aborts_naming_ult),
+		cmocka_unit_test(test_default_stack_overflow_hits_its_guard_naming_ult),
 		cmocka_unit_test(test_slab_stack_canary_smash_aborts_naming_ult),
 		cmocka_unit_test(test_slab_stack_canary_smash_via_env_aborts_naming_ult),
 		cmocka_unit_test(test_user_stack_canary_smash_aborts_naming_ult),
