@@ -33,7 +33,9 @@
  * and the loader's locks are taken with futexes that would block the
  * worker if a ULT of the same worker wanted them while their holder is
  * preempted), the C++ runtime and libgcc's unwinder (static-init guards,
- * the exception machinery). Anywhere else - the program's own code, the
+ * the exception machinery) - save the C library's syscall() when the
+ * program called it (a futex wait of its own, as Rust's standard library
+ * makes: find_libc_syscall). Anywhere else - the program's own code, the
  * libraries it brings, including OpenMP's spin loops and its futex waits
  * returning from the kernel - a preemption is what the kernel does to a
  * kernel thread at any instruction: a ULT's registers, its stack, its
@@ -90,6 +92,7 @@
  * points, and their per-thread state does not survive a ULT moving inside
  * a handler.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <link.h>
@@ -127,6 +130,29 @@ static int range_of(uintptr_t pc)
 static int unsafe_pc(uintptr_t pc)
 {
 	return range_of(pc) != 0;
+}
+
+/* The C library's syscall(): a leaf that takes no lock, through which a
+ * program may make its own futex waits (Rust's standard library parks its
+ * threads so). A ULT blocked in one holds its worker until the wait ends,
+ * as OpenMP's do (carrier.c, futex_waiting) - and the waker may be a ULT
+ * queued behind it. So a ULT stopped inside syscall() that the program
+ * called may yield like one stopped in the program's own code: SA_RESTART
+ * makes the wait again when it resumes. Not when weft called it (its own
+ * futexes, inside its critical sections): the caller's return address
+ * tells (x86-64: on top of the stack; aarch64: the link register). */
+static uintptr_t libc_syscall_lo, libc_syscall_hi;
+
+static void find_libc_syscall(void)
+{
+	void *f = dlsym(RTLD_DEFAULT, "syscall");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
+	    range_of((uintptr_t)f) == 1) {
+		libc_syscall_lo = (uintptr_t)f;
+		libc_syscall_hi = libc_syscall_lo + sym->st_size;
+	}
 }
 
 static int excluded(const char *name)
@@ -266,7 +292,8 @@ static void on_preempt(int sig, siginfo_t *si, void *ucv)
 	 * known to be outside weft. */
 	if (!is_builtin(w->sched_ops))
 		goto out;
-	if (unsafe_pc(pc)) {
+	if (unsafe_pc(pc) &&
+	    !(pc >= libc_syscall_lo && pc < libc_syscall_hi && range_of(leaf_return(uc)) == 0)) {
 		owe(w); /* paid at the ULT's next lock release */
 		goto out;
 	}
@@ -323,8 +350,10 @@ int wf_preempt_start(void)
 #endif
 	if (WF_ASAN || WF_TSAN)
 		wf_rt.preempt_ns = 0; /* the monitor does not watch for it either */
-	if (!nranges)
+	if (!nranges) {
 		dl_iterate_phdr(add_object, NULL); /* wf_interrupted_in_weft's too */
+		find_libc_syscall();
+	}
 	if (wf_rt.preempt_ns <= 0 || installed)
 		return 0;
 	struct sigaction sa;

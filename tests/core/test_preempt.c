@@ -32,8 +32,11 @@
  * environment need not restore it; test_config_and_environment does anyway. */
 #include "harness.h"
 
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define MS 1000000ull
 
@@ -129,6 +132,48 @@ static void test_spinner_lets_a_sleeper_wake(void **state)
 	/* About a slice or two; a generous bound against a scheduler that only
 	 * preempts now and then. */
 	WT_CMPU(late, <, 1000 * MS);
+	WT_OK(weft_shutdown());
+}
+
+/* ---- a ULT blocked in the program's own futex wait ------------------------ */
+
+/* A program may wait on a futex of its own through the C library's
+ * syscall() (Rust's standard library parks threads so). On one worker the
+ * waiter holds it in the kernel; the waker, queued behind it, runs only if
+ * the waiter is preempted there - a stop inside the C library that is
+ * nonetheless safe (src/sched/preempt.c). Without that: a deadlock, which
+ * the test's deadline reports. */
+static atomic_int futex_word, futex_waits;
+
+static void *raw_futex_waiter(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&futex_word) == 0) {
+		atomic_fetch_add(&futex_waits, 1);
+		syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	}
+	return NULL;
+}
+
+static void *raw_futex_waker(void *arg)
+{
+	(void)arg;
+	atomic_store(&futex_word, 1);
+	syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	return NULL;
+}
+
+static void test_ult_in_a_raw_futex_wait_gives_way(void **state)
+{
+	(void)state;
+	wt_need_preemption();
+	init_one_worker(SLICE_NS, NULL);
+	weft_t a = wt_spawn(NULL, raw_futex_waiter, NULL);
+	WT_WAIT(atomic_load(&futex_waits) > 0, 10); /* a is in its wait (or about to be) */
+	weft_t b = wt_spawn(NULL, raw_futex_waker, NULL);
+	wt_join(b);
+	wt_join(a);
+	WT_EQ(atomic_load(&futex_word), 1);
 	WT_OK(weft_shutdown());
 }
 
@@ -489,6 +534,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spinning_pair_hands_a_flag_back_and_forth),
 		cmocka_unit_test(test_spinner_lets_a_sleeper_wake),
+		cmocka_unit_test(test_ult_in_a_raw_futex_wait_gives_way),
 		cmocka_unit_test(test_preemption_off_spinner_keeps_the_worker),
 		cmocka_unit_test(test_config_and_environment),
 		cmocka_unit_test(test_async_cancel_ends_a_spinning_ult),
