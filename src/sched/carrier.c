@@ -76,6 +76,38 @@
  * (Go's sysmon backs off to 10 ms and sleeps on a note when the whole
  * runtime is idle.)
  *
+ * Kicks: the preemption signal (preempt.c) must never land in a section's
+ * call. A nanosleep, a poll with a timeout, a sigsuspend, a socket read
+ * with SO_RCVTIMEO fail with EINTR when any handler runs, SA_RESTART or
+ * not (signal(7)) - and the program sent no signal. Its sender
+ * (wf_preempt_kick: the monitor, or a pthread_kill to a running ULT) looks
+ * at w->sys first, but the ULT may begin a section between that look and
+ * the signal's arrival. So the sender and a section's begin settle it on
+ * w->kick, (generation << 2) | state:
+ *   sender   CAS idle|done -> armed (a new generation; if a kick is under
+ *            way, that one's signal serves both), heavy fence, load sys:
+ *            in a section - CAS armed -> idle, send nothing; else CAS
+ *            armed -> sent, tgkill, store done.
+ *   begin    store sys, light fence (the one the monitor's idle flag
+ *            needs too), load kick: idle - nothing under way; armed - CAS
+ *            it back to idle, and no signal comes (the sender's next CAS
+ *            fails); sent - wait (sched_yield) for done; done - the signal
+ *            is queued on this kernel thread or was taken: one system call
+ *            (getppid) takes it on its way back to user space, where the
+ *            handler finds a section and drops it; then CAS done -> idle.
+ * Store-buffering again (util/fence.h): either the sender sees the
+ * section and sends nothing, or the begin sees the kick and takes its
+ * signal before the call. The generation keeps a sender that stalled
+ * between its look and its CAS from sending on another sender's arming. A
+ * preemption a section takes back is no loss: the ULT is in a system call
+ * (handed over if it lasts), and the monitor asks again after it. A done
+ * left by a signal taken long ago costs the next section's begin one
+ * getppid - a slice's worth of sections pays it once. Nor is a worker
+ * sent one between its retake and its new carrier's takeover (TAKEN): its
+ * carrier is still the kernel thread in the section's call, and its
+ * current ULT the one in it, which the monitor would take for one that
+ * computed a slice while a busy machine keeps the spare from running.
+ *
  * Every section that outlives the threshold is handed over, even on a
  * worker with nothing else to run (its new carrier then sleeps in the loop
  * as an idle worker does): simple, and a worker's queue may fill at any
@@ -90,6 +122,7 @@
  * ends (EXIT for spares) and is joined.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +142,9 @@
 
 /* w->sys low bits. */
 enum { SYS_NONE = 0, SYS_IN = 1, SYS_TAKEN = 2, SYS_FLAGS = 3 };
+
+/* w->kick: the state in the low bits, a generation above ("Kicks"). */
+enum { KICK_IDLE = 0, KICK_ARMED = 1, KICK_SENT = 2, KICK_DONE = 3, KICK_STATE = 3, KICK_GEN = 4 };
 
 /* wf_carrier.cmd: what a spare is told (a futex word). */
 enum { CMD_NONE = 0, CMD_CARRY, CMD_ADOPT, CMD_EXIT };
@@ -406,7 +442,9 @@ static void carry(wf_carrier_t *c, wf_worker_t *w, void *cur_tp)
 	if ((v & SYS_FLAGS) == SYS_TAKEN) {
 		/* Its ULT's section goes on on its old carrier (retake). */
 		wf_worker_takeover(w);
-		atomic_store_explicit(&w->sys, v & ~SYS_FLAGS, memory_order_relaxed);
+		/* Release: a sender of preemptions that sees no section sees
+		 * the new carrier (wf_preempt_kick). */
+		atomic_store_explicit(&w->sys, v & ~SYS_FLAGS, memory_order_release);
 	}
 	if (wf_rt.pin)
 		wf_pin_self(w->id);
@@ -548,6 +586,35 @@ wf_ult_t *wf_section_self(void)
 	return section_ult;
 }
 
+/* A section's begin found a preemption signal on its way to this kernel
+ * thread, k the kick it saw ("Kicks"): take it back, or take it now. */
+__attribute__((noinline, cold)) static void kick_settle(wf_worker_t *w, unsigned k)
+{
+	for (;;) {
+		switch (k & KICK_STATE) {
+		case KICK_ARMED:
+			if (atomic_compare_exchange_strong_explicit(&w->kick, &k, k & ~KICK_STATE,
+								    memory_order_acquire,
+								    memory_order_acquire))
+				return;
+			break; /* k is what is there now */
+		case KICK_SENT:
+			sched_yield(); /* the sender is between its CAS and its tgkill */
+			k = atomic_load_explicit(&w->kick, memory_order_acquire);
+			break;
+		case KICK_DONE:
+			syscall(SYS_getppid); /* its return delivers what is pending */
+			if (atomic_compare_exchange_strong_explicit(&w->kick, &k, k & ~KICK_STATE,
+								    memory_order_acquire,
+								    memory_order_acquire))
+				return;
+			break;
+		default:
+			return;
+		}
+	}
+}
+
 wf_ult_t *wf_section_begin(void)
 {
 	wf_worker_t *w = wf_worker_self();
@@ -563,10 +630,15 @@ wf_ult_t *wf_section_begin(void)
 	wf_tls_worker = NULL;
 	section_ult = u;
 	atomic_store_explicit(&w->sys, v, memory_order_release);
-	wf_fence_light(); /* against the monitor going idle (wf_fence_heavy) */
+	/* Against the monitor going idle and a preemption's sender, both of
+	 * which pay wf_fence_heavy. */
+	wf_fence_light();
 	if (unlikely(atomic_load_explicit(&wf_monitor_idle, memory_order_relaxed)) &&
 	    atomic_exchange_explicit(&wf_monitor_idle, 0, memory_order_relaxed))
 		wf_futex_wake(&wf_monitor_idle, 1);
+	unsigned k = atomic_load_explicit(&w->kick, memory_order_acquire);
+	if (unlikely(k & KICK_STATE))
+		kick_settle(w, k);
 	return u;
 }
 
@@ -740,12 +812,32 @@ static void retake(wf_worker_t *w, unsigned v, int all_stuck)
 
 void wf_preempt_kick(wf_worker_t *w)
 {
+	/* Settled with the sections' begins ("Kicks"). */
+	unsigned k = atomic_load_explicit(&w->kick, memory_order_relaxed);
+	if ((k & KICK_STATE) == KICK_ARMED || (k & KICK_STATE) == KICK_SENT)
+		return; /* under way: its signal serves this kick too */
+	unsigned gen = (k & ~KICK_STATE) + KICK_GEN, armed = gen | KICK_ARMED;
+	if (!atomic_compare_exchange_strong_explicit(&w->kick, &k, armed, memory_order_relaxed,
+						     memory_order_relaxed))
+		return; /* another sender came first */
+	wf_fence_heavy();
+	/* In a section, or handed over (TAKEN) and not yet carried: then w's
+	 * carrier is still the kernel thread in the section's call. */
+	if (atomic_load_explicit(&w->sys, memory_order_acquire) & SYS_FLAGS) {
+		atomic_compare_exchange_strong_explicit(&w->kick, &armed, gen | KICK_IDLE,
+							memory_order_relaxed, memory_order_relaxed);
+		return;
+	}
+	if (!atomic_compare_exchange_strong_explicit(&w->kick, &armed, gen | KICK_SENT,
+						     memory_order_relaxed, memory_order_relaxed))
+		return; /* a section's begin took it back */
 	/* Carriers live until the runtime stops: if w moved to another one
 	 * meanwhile, the signal finds a kernel thread that runs none of w's
 	 * ULTs, and the handler does nothing. */
 	wf_carrier_t *c = __atomic_load_n(&w->carrier, __ATOMIC_ACQUIRE);
 	if (c)
 		syscall(SYS_tgkill, getpid(), c->tid, WF_SIG_PREEMPT);
+	atomic_store_explicit(&w->kick, gen | KICK_DONE, memory_order_release);
 }
 
 /* What a sweep saw: a section open, a worker running a ULT, one that has
@@ -817,11 +909,11 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 		 * since the last sweep because its kernel thread waits in a
 		 * futex of its own (OpenMP's), holding the worker. Either way
 		 * it gives way - unless it entered a section meanwhile, whose
-		 * call the signal would interrupt (the window left is the
-		 * tgkill's own). */
+		 * call the signal would interrupt (looked at here, and settled
+		 * in wf_preempt_kick: "Kicks"). */
 		cr.run_ns[i] = now; /* the next signal after another slice */
 		atomic_store_explicit(&w->preempt_n, n, memory_order_relaxed);
-		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) != SYS_IN &&
+		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) == SYS_NONE &&
 		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
 			wf_preempt_kick(w);
 	}
@@ -832,7 +924,7 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 	 * again, at the fast pace, until it takes it. Only the pointer is
 	 * compared: a descriptor may be gone (it lives in its stack). */
 	if (u && atomic_load_explicit(&w->sig_kick, memory_order_relaxed) == u) {
-		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) != SYS_IN &&
+		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) == SYS_NONE &&
 		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
 			wf_preempt_kick(w);
 		return 1;

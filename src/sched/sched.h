@@ -148,6 +148,10 @@ typedef struct wf_worker {
 	/* The system call section its ULT is in: (count << 2) | flags; the
 	 * owner and the monitor CAS it (carrier.c). */
 	WF_ALIGNED_CL atomic_uint sys;
+	/* A preemption signal on its way to its carrier: (generation << 2) |
+	 * state; its sender and a section's begin CAS it (carrier.c,
+	 * "kicks"). */
+	atomic_uint kick;
 
 	/* Sleeping: the futex word an idle worker waits on. */
 	WF_ALIGNED_CL atomic_int sleep_state;

@@ -291,6 +291,7 @@ void wf_workers_forked(wf_worker_t *kept)
 		atomic_store_explicit(&w->sleep_state, WF_AWAKE, memory_order_relaxed);
 		atomic_store_explicit(&w->in_poll, 0, memory_order_relaxed);
 		atomic_store_explicit(&w->sys, 0, memory_order_relaxed);
+		atomic_store_explicit(&w->kick, 0, memory_order_relaxed); /* its signal died too */
 		atomic_store_explicit(&w->sig_kick, NULL, memory_order_relaxed);
 		atomic_store_explicit(&w->preempt_n, 0, memory_order_relaxed);
 		/* A thread that is gone may have been inside (wait.c's buckets

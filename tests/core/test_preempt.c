@@ -33,6 +33,7 @@
 #include "harness.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -175,6 +176,148 @@ static void test_ult_in_a_raw_futex_wait_gives_way(void **state)
 	wt_join(a);
 	WT_EQ(atomic_load(&futex_word), 1);
 	WT_OK(weft_shutdown());
+}
+
+/* ---- a section's call is never interrupted by a preemption ----------------- */
+
+/* The monitor decides to preempt a ULT it saw computing for a slice, then
+ * sends the signal: if the ULT entered a system call section in between,
+ * the signal would land in its call - and a nanosleep, a poll with a
+ * timeout, a sigsuspend or a socket read with SO_RCVTIMEO fails with EINTR
+ * then, whatever SA_RESTART says (signal(7)), though the program sent no
+ * signal. Two ULTs on one worker compute for a random part of a few 100 us
+ * slices, then sleep in a section, over and over: the end of each
+ * computation falls at a random point of the monitor's decisions, and a
+ * few in a hundred would land in that window. The sleeps, of 1-200 us
+ * against a 20 us threshold, are often handed over: until a spare carries
+ * the worker, its carrier is still the kernel thread in the sleep, and its
+ * current ULT the one sleeping - not to be preempted either. */
+enum { WINDOW_ULTS = 2, WINDOW_MS = 1000, WINDOW_SLICE_NS = 100000 };
+
+static struct {
+	atomic_int stop;
+	atomic_long sleeps, interrupted, other_errors;
+	long loops_per_us;
+} window;
+
+static void *compute_then_sleep(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	while (!atomic_load(&window.stop)) {
+		seed = seed * 1103515245u + 12345u;
+		long n = (long)((seed >> 16) % 400) * window.loops_per_us; /* 0-400 us */
+		for (volatile long k = 0; k < n; k++)
+			;
+		struct timespec ts = {0, 1000 + (long)(seed % 200) * 1000};
+		weft_syscall_t s = weft_syscall_begin();
+		long r = syscall(SYS_nanosleep, &ts, NULL); /* never restarted */
+		int e = errno;
+		weft_syscall_end(s);
+		if (r == -1 && e == EINTR)
+			atomic_fetch_add(&window.interrupted, 1);
+		else if (r != 0)
+			atomic_fetch_add(&window.other_errors, 1);
+		atomic_fetch_add(&window.sleeps, 1);
+	}
+	return NULL;
+}
+
+static void test_preemption_never_interrupts_a_section(void **state)
+{
+	(void)state;
+	wt_need_preemption();
+	/* Loops of the spin below per microsecond, roughly. */
+	uint64_t t0 = wt_now_ns();
+	for (volatile long k = 0; k < 10000000; k++)
+		;
+	window.loops_per_us = 10000000 / (long)((wt_now_ns() - t0) / 1000 + 1) + 1;
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.workers = 1;
+	c.preempt_ns = WINDOW_SLICE_NS;
+	c.syscall_ns = 20000;
+	WT_OK(weft_init(&c));
+	weft_t t[WINDOW_ULTS];
+	for (int i = 0; i < WINDOW_ULTS; i++)
+		t[i] = wt_spawn(NULL, compute_then_sleep, (void *)(uintptr_t)(i * 7919 + 1));
+	WT_OK(weft_sleep_ns(WINDOW_MS * MS));
+	atomic_store(&window.stop, 1);
+	for (int i = 0; i < WINDOW_ULTS; i++)
+		wt_join(t[i]);
+	weft_worker_stats_t st;
+	WT_OK(weft_worker_stats(0, &st));
+	printf("[          ] %ld sleeps in sections (%lu handed over), %ld interrupted (EINTR), "
+	       "%ld other errors\n",
+	       atomic_load(&window.sleeps), (unsigned long)st.handovers,
+	       atomic_load(&window.interrupted), atomic_load(&window.other_errors));
+	WT_EQ(atomic_load(&window.interrupted), 0);
+	WT_EQ(atomic_load(&window.other_errors), 0);
+	WT_CMP(atomic_load(&window.sleeps), >, 100);
+	WT_OK(weft_shutdown());
+}
+
+/* The first hand-over of a runtime makes its spare kernel thread: until it
+ * runs, the worker's carrier is the one in the sleep and its current ULT
+ * the sleeping one, and the monitor must not take that ULT for one that
+ * computes a slice without a decision. Two kernel threads of the test's
+ * own compute meanwhile, so that the new one waits for a CPU for more than
+ * a slice now and then, as it does in a busy program. */
+enum { FIRST_HANDOVERS = 30, BUSY_THREADS = 2 };
+
+static atomic_int busy_stop;
+
+static void *busy_kernel_thread(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&busy_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static void *sleep_2ms_in_a_section(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {0, 2 * (long)MS};
+	weft_syscall_t s = weft_syscall_begin();
+	long r = syscall(SYS_nanosleep, &ts, NULL); /* never restarted */
+	int e = errno;
+	weft_syscall_end(s);
+	return (void *)(intptr_t)(r == 0 ? 0 : e);
+}
+
+static void test_preemption_spares_a_section_being_handed_over(void **state)
+{
+	(void)state;
+	wt_need_preemption();
+	int interrupted = 0, other = 0;
+	unsigned long handovers = 0;
+	pthread_t busy[BUSY_THREADS];
+	for (int i = 0; i < BUSY_THREADS; i++)
+		WT_OK(pthread_create(&busy[i], NULL, busy_kernel_thread, NULL));
+	for (int i = 0; i < FIRST_HANDOVERS; i++) {
+		weft_config_t c;
+		WT_OK(weft_config_init(&c));
+		c.workers = 1;
+		c.preempt_ns = WINDOW_SLICE_NS;
+		c.syscall_ns = 20000;
+		WT_OK(weft_init(&c));
+		void *ret;
+		weft_t t = wt_spawn(NULL, sleep_2ms_in_a_section, NULL);
+		WT_OK(weft_join(t, &ret));
+		interrupted += (intptr_t)ret == EINTR;
+		other += ret && (intptr_t)ret != EINTR;
+		weft_worker_stats_t st;
+		WT_OK(weft_worker_stats(0, &st));
+		handovers += st.handovers;
+		WT_OK(weft_shutdown());
+	}
+	atomic_store(&busy_stop, 1);
+	for (int i = 0; i < BUSY_THREADS; i++)
+		WT_OK(pthread_join(busy[i], NULL));
+	printf("[          ] %d sleeps, %lu handed over, %d interrupted (EINTR), %d other errors\n",
+	       FIRST_HANDOVERS, handovers, interrupted, other);
+	WT_EQ(interrupted, 0);
+	WT_EQ(other, 0);
 }
 
 /* ---- with preemption off, a spinner keeps its worker ---------------------- */
@@ -535,6 +678,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_spinning_pair_hands_a_flag_back_and_forth),
 		cmocka_unit_test(test_spinner_lets_a_sleeper_wake),
 		cmocka_unit_test(test_ult_in_a_raw_futex_wait_gives_way),
+		cmocka_unit_test(test_preemption_never_interrupts_a_section),
+		cmocka_unit_test(test_preemption_spares_a_section_being_handed_over),
 		cmocka_unit_test(test_preemption_off_spinner_keeps_the_worker),
 		cmocka_unit_test(test_config_and_environment),
 		cmocka_unit_test(test_async_cancel_ends_a_spinning_ult),

@@ -26,13 +26,16 @@ for tool in "pbzip2 -p4" "lbzip2 -n4"; do
 	timeout 60 $tool -c <"$tmp/in" | timeout 60 $tool -dc >"$tmp/glibc"
 	cmp -s "$tmp/in" "$tmp/glibc" || { echo "FAIL: $name on glibc does not round-trip"; exit 1; }
 	for w in 1 2; do
-		if ! WEFT_WORKERS=$w timeout 60 env LD_PRELOAD="$lib" $tool -c <"$tmp/in" >"$tmp/z" 2>"$tmp/err"; then
-			echo "FAIL: $name -c on $w worker(s) exited $? (124: timed out)"
+		rc=0
+		WEFT_WORKERS=$w timeout 60 env LD_PRELOAD="$lib" $tool -c <"$tmp/in" >"$tmp/z" 2>"$tmp/err" || rc=$?
+		if [ $rc != 0 ]; then
+			echo "FAIL: $name -c on $w worker(s) exited $rc (124: timed out)"
 			cat "$tmp/err"
 			exit 1
 		fi
-		if ! WEFT_WORKERS=$w timeout 60 env LD_PRELOAD="$lib" $tool -dc <"$tmp/z" >"$tmp/out" 2>"$tmp/err"; then
-			echo "FAIL: $name -dc on $w worker(s) exited $? (124: timed out)"
+		WEFT_WORKERS=$w timeout 60 env LD_PRELOAD="$lib" $tool -dc <"$tmp/z" >"$tmp/out" 2>"$tmp/err" || rc=$?
+		if [ $rc != 0 ]; then
+			echo "FAIL: $name -dc on $w worker(s) exited $rc (124: timed out)"
 			cat "$tmp/err"
 			exit 1
 		fi
