@@ -575,6 +575,8 @@ static wf_carrier_t *carrier_new(wf_worker_t *w)
 
 /* ---- sections ----------------------------------------------------------- */
 
+void (*wf_section_hook)(wf_ult_t *u);
+
 /* The ULT whose section the calling kernel thread runs, for its identity
  * (a signal handler's pthread_self inside a blocking call). In the ULT's
  * own thread control block when it has one, else the kernel thread's:
@@ -639,6 +641,14 @@ wf_ult_t *wf_section_begin(void)
 	unsigned k = atomic_load_explicit(&w->kick, memory_order_acquire);
 	if (unlikely(k & KICK_STATE))
 		kick_settle(w, k);
+	/* A signal sent to u by a sender that did not see the section yet
+	 * (sync/signal.c, wf_sig_send: its seq_cst pair is the store of
+	 * sys_w above and this load) asked the worker to interrupt u, and
+	 * the kick may have been taken back: it goes to this kernel thread
+	 * now, as one sent during the section would. */
+	if (unlikely(atomic_load_explicit(&u->sig_pending, memory_order_seq_cst)) &&
+	    wf_section_hook)
+		wf_section_hook(u);
 	return u;
 }
 

@@ -42,6 +42,10 @@ WF_HIDDEN wf_ult_t *wf_section_self(void);
 WF_HIDDEN int wf_section_in(wf_ult_t *u);
 /* Send signal sig to the kernel thread that u's section runs on. */
 WF_HIDDEN void wf_section_kill(wf_ult_t *u, int sig);
+/* Set by the synchronization layer: u has begun a section with signals
+ * pending for it (u->sig_pending); those it takes go to its kernel thread
+ * now (sync/signal.c). Called by u, in the section, before its call. */
+WF_HIDDEN extern void (*wf_section_hook)(wf_ult_t *u);
 
 /* A worker's loop starts a ULT: wake the monitor if it is idle, so that
  * it watches for preemption (one relaxed load when it is not). */

@@ -20,7 +20,9 @@
  * A ULT in a system call section (sched/carrier.c: a read, a sigwait under
  * libweft-pthread.so) waits in the kernel: it gets a signal sent to it as
  * a kernel thread would, from the kernel, on the kernel thread it runs on
- * (wf_section_kill).
+ * (wf_section_kill). One sent just before, by a sender that did not see
+ * the section yet, goes there at the section's begin (on_section): the
+ * preemption signal that was to deliver it never lands in a section.
  *
  * A ULT running on another worker is interrupted with the preemption
  * signal (src/sched/preempt.c) and delivers in its handler, where a
@@ -186,9 +188,28 @@ static void on_preempt(wf_ult_t *u)
 		wf_cancel_act();
 }
 
+/* u has begun a system call section with signals pending (the section
+ * hook, sched/carrier.c): those it does not block were sent while it ran,
+ * by a sender that did not see the section yet; they go to its kernel
+ * thread now, as wf_sig_send sends what comes during the section. The
+ * handler runs before the call, as on glibc for a signal that comes just
+ * before it - where, waited for by the call (a handler that writes to the
+ * pipe the thread reads), it would otherwise wait for the call's end. */
+static void on_section(wf_ult_t *u)
+{
+	uint64_t p = atomic_load_explicit(&u->sig_pending, memory_order_acquire) &
+		     ~atomic_load_explicit(&u->sig_mask, memory_order_relaxed);
+	for (; p; p &= p - 1) {
+		int sig = __builtin_ctzll(p) + 1;
+		if (claim(u, wf_sig_bit(sig)))
+			wf_section_kill(u, sig);
+	}
+}
+
 void wf_signals_start(void)
 {
 	wf_preempt_hook = on_preempt;
+	wf_section_hook = on_section;
 	wf_procsig_start();
 }
 
