@@ -197,7 +197,8 @@ static struct {
 	unsigned long *run_n;
 	wf_ult_t **run_u;
 	uint64_t *run_ns;
-	uint64_t *run_cpu; /* its carrier's CPU time at the last sweep */
+	uint64_t *run_cpu0; /* its carrier's CPU time then */
+	uint64_t *run_cpu;  /* its carrier's CPU time at the last sweep */
 	/* ... and for the same run, the sweeps left until the next look at
 	 * whether its kernel thread waits in a futex, and the last gap. */
 	unsigned *probe_in, *probe_gap;
@@ -854,27 +855,33 @@ void wf_preempt_kick(wf_worker_t *w)
  * made no decision since the last sweep. */
 enum { SAW_SECTION = 1, SAW_RUNNING = 2, SAW_STUCK = 4 };
 
-/* Worker i runs a ULT (current, not asleep, not in a section): signal it if
- * it has made no scheduling decision for a slice. */
-/* Is kernel thread tid blocked in a futex wait with no timeout? The one
- * wait a signal interrupts invisibly: with SA_RESTART the kernel makes it
- * again when the handler returns. Any other wait (a poll, a sigsuspend, a
- * timed wait) would fail with EINTR, which a program that sent itself no
- * signal need not expect - so only this one is preempted. Read from
- * /proc. */
-static int in_plain_futex_wait(pid_t tid)
+/* What kernel thread tid does, read from /proc:
+ *   KT_RUNNING  it runs in user space (or /proc says nothing better);
+ *   KT_FUTEX    it waits in a futex with no timeout - the one wait a signal
+ *               interrupts invisibly: with SA_RESTART the kernel makes it
+ *               again when the handler returns;
+ *   KT_CALL     it is in any other system call. A poll, a nanosleep, a
+ *               sigsuspend, a timed wait would fail with EINTR, which a
+ *               program that sent itself no signal need not expect - so
+ *               it is not preempted there. */
+enum { KT_RUNNING, KT_FUTEX, KT_CALL };
+
+static int kernel_state(pid_t tid)
 {
 	char path[64], buf[256];
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
 	if (wf_read_proc(path, buf, sizeof buf) < 0)
-		return 0;
-	/* "nr arg1 arg2 arg3 arg4 ...", or "running". */
+		return KT_RUNNING;
+	/* "nr arg1 arg2 arg3 arg4 ...", "running", or "-1 sp pc" (blocked
+	 * outside a system call: a page fault). */
 	unsigned long nr, a1, op, a3, timeout;
 	if (sscanf(buf, "%lu %lx %lx %lx %lx", &nr, &a1, &op, &a3, &timeout) != 5)
-		return 0;
+		return KT_RUNNING;
 	op &= 0x7f; /* FUTEX_CMD_MASK: without PRIVATE and CLOCK_REALTIME */
 	return nr == SYS_futex && (op == 0 /* FUTEX_WAIT */ || op == 9 /* FUTEX_WAIT_BITSET */) &&
-	       timeout == 0;
+			       timeout == 0
+		       ? KT_FUTEX
+		       : KT_CALL;
 }
 
 /* Worker i's kernel thread used no CPU since the last sweep: does it wait
@@ -889,7 +896,7 @@ static int futex_waiting(int i, pid_t tid)
 		cr.probe_in[i]--;
 		return 0;
 	}
-	if (in_plain_futex_wait(tid))
+	if (kernel_state(tid) == KT_FUTEX)
 		return 1;
 	unsigned gap = cr.probe_gap[i];
 	cr.probe_gap[i] = gap == 0 ? 1 : gap < PROBE_GAP_MAX ? gap * 2 : PROBE_GAP_MAX;
@@ -897,6 +904,19 @@ static int futex_waiting(int i, pid_t tid)
 	return 0;
 }
 
+/* Has worker i's run, made of no scheduling decision, computed a slice?
+ * Its carrier's CPU time since the run began or was last signalled (cpu:
+ * now) - time blocked in the kernel is no slice - or, where the CPU clock
+ * cannot be read, the wall time. */
+static int ran_a_slice(int i, uint64_t now, uint64_t cpu)
+{
+	if (cpu)
+		return cpu - cr.run_cpu0[i] >= (uint64_t)wf_rt.preempt_ns;
+	return now - cr.run_ns[i] >= (uint64_t)wf_rt.preempt_ns;
+}
+
+/* Worker i runs a ULT (current, not asleep, not in a section): signal it if
+ * it has computed a slice without a scheduling decision. */
 static int watch_run(int i, wf_worker_t *w, uint64_t now)
 {
 	unsigned long n = atomic_load_explicit(&w->n_switches, memory_order_relaxed);
@@ -912,16 +932,24 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 		cr.run_n[i] = n;
 		cr.run_u[i] = u;
 		cr.run_ns[i] = now;
+		cr.run_cpu0[i] = cpu;
 		cr.probe_in[i] = cr.probe_gap[i] = 0;
-	} else if (now - cr.run_ns[i] >= (uint64_t)wf_rt.preempt_ns ||
-		   (blocked && futex_waiting(i, c->tid))) {
-		/* A slice without a decision - or a ULT that has not run at all
-		 * since the last sweep because its kernel thread waits in a
-		 * futex of its own (OpenMP's), holding the worker. Either way
-		 * it gives way - unless it entered a section meanwhile, whose
-		 * call the signal would interrupt (looked at here, and settled
-		 * in wf_preempt_kick: "Kicks"). */
+	} else if (blocked ? futex_waiting(i, c->tid)
+			   : ran_a_slice(i, now, cpu) && (!c || kernel_state(c->tid) != KT_CALL)) {
+		/* A slice computed without a decision - or a ULT that has not
+		 * run at all since the last sweep because its kernel thread
+		 * waits in a futex of its own (OpenMP's), holding the worker.
+		 * Either way it gives way - unless it entered a section
+		 * meanwhile, whose call the signal would interrupt (looked at
+		 * here, and settled in wf_preempt_kick: "Kicks"). Not one
+		 * in any other system call outside a section (a nanosleep, a
+		 * poll, a read made with the C library's own names, or by a
+		 * program on weft's own API): the handler could not move it
+		 * there (the C library: preempt.c), and the call would fail
+		 * with EINTR - a sleep(1) would return after a slice. One
+		 * /proc read per slice that ends so. */
 		cr.run_ns[i] = now; /* the next signal after another slice */
+		cr.run_cpu0[i] = cpu;
 		atomic_store_explicit(&w->preempt_n, n, memory_order_relaxed);
 		if ((atomic_load_explicit(&w->sys, memory_order_seq_cst) & SYS_FLAGS) == SYS_NONE &&
 		    __atomic_load_n(&w->current, __ATOMIC_SEQ_CST) == u)
@@ -1057,11 +1085,12 @@ int wf_carriers_start(void)
 	cr.run_n = calloc((size_t)n, sizeof *cr.run_n);
 	cr.run_u = calloc((size_t)n, sizeof *cr.run_u);
 	cr.run_ns = calloc((size_t)n, sizeof *cr.run_ns);
+	cr.run_cpu0 = calloc((size_t)n, sizeof *cr.run_cpu0);
 	cr.run_cpu = calloc((size_t)n, sizeof *cr.run_cpu);
 	cr.probe_in = calloc((size_t)n, sizeof *cr.probe_in);
 	cr.probe_gap = calloc((size_t)n, sizeof *cr.probe_gap);
-	if (!cr.seen_ns || !cr.seen_v || !cr.run_n || !cr.run_u || !cr.run_ns || !cr.run_cpu ||
-	    !cr.probe_in || !cr.probe_gap)
+	if (!cr.seen_ns || !cr.seen_v || !cr.run_n || !cr.run_u || !cr.run_ns || !cr.run_cpu0 ||
+	    !cr.run_cpu || !cr.probe_in || !cr.probe_gap)
 		goto fail;
 
 	int first = 0; /* the first worker a new kernel thread carries */
@@ -1205,8 +1234,9 @@ void wf_carriers_free(void)
 	free(cr.run_n);
 	free(cr.run_u);
 	free(cr.run_ns);
+	free(cr.run_cpu0);
 	free(cr.run_cpu);
-	cr.run_cpu = NULL;
+	cr.run_cpu0 = cr.run_cpu = NULL;
 	free(cr.probe_in);
 	free(cr.probe_gap);
 	cr.probe_in = cr.probe_gap = NULL;

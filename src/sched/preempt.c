@@ -3,10 +3,12 @@
  *
  * Who decides: the monitor (carrier.c) looks at every worker every half
  * slice while any runs a ULT. A worker whose switch count (n_switches) and
- * current ULT have not changed for wf_rt.preempt_ns - or whose kernel
- * thread has used no CPU since the last look and waits in a futex with no
- * timeout, the one wait the signal interrupts invisibly (SA_RESTART) -
- * gets WF_SIG_PREEMPT, sent to its carrier's kernel thread (tgkill). The signal is the only
+ * current ULT have not changed while its kernel thread used
+ * wf_rt.preempt_ns of CPU time (time blocked in a system call is no slice,
+ * and one blocked in any call but a futex wait is left there: the signal
+ * would make the call fail with EINTR) - or whose kernel thread has used
+ * no CPU since the last look and waits in a futex with no timeout, the one
+ * wait the signal interrupts invisibly (SA_RESTART) - gets WF_SIG_PREEMPT, sent to its carrier's kernel thread (tgkill). The signal is the only
  * message: its handler, running on that kernel thread at whatever
  * instruction it interrupted, finds the rest itself.
  *

@@ -320,6 +320,50 @@ static void test_preemption_spares_a_section_being_handed_over(void **state)
 	WT_EQ(other, 0);
 }
 
+/* ---- a ULT in a system call outside a section ----------------------------- */
+
+/* A program on weft's own API that calls the C library's nanosleep holds
+ * its worker while it sleeps (no section: include/weft/io.h). The monitor
+ * sees a ULT that has made no decision for a slice, but must not signal
+ * it there: the handler could not move it (it is inside the C library),
+ * and the sleep would fail with EINTR after a slice - sleep(1) returned
+ * after 10 ms. Each sleep follows a little computing (tens of
+ * microseconds), so that the monitor does not always see a kernel thread
+ * that used no CPU since its last look: it asks /proc what the thread
+ * does. (A signal it sends while the thread computes could still reach
+ * the sleep begun meanwhile; that window is the /proc read's and the
+ * signal's own, and the computing here is too short to meet it often.) */
+enum { PLAIN_SLEEPS = 8, PLAIN_SLEEP_MS = 20, PLAIN_SLICE_NS = 1000000 };
+
+static void *compute_then_plain_sleep(void *arg)
+{
+	long *interrupted = arg;
+	for (int i = 0; i < PLAIN_SLEEPS; i++) {
+		for (volatile long k = 0; k < 30000; k++)
+			;
+		struct timespec ts = {0, PLAIN_SLEEP_MS * (long)MS};
+		if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+			(*interrupted)++;
+	}
+	return NULL;
+}
+
+static void test_ult_in_a_plain_sleep_is_not_interrupted(void **state)
+{
+	(void)state;
+	wt_need_preemption();
+	init_one_worker(PLAIN_SLICE_NS, NULL);
+	long interrupted = 0;
+	uint64_t t0 = wt_now_ns();
+	wt_join(wt_spawn(NULL, compute_then_plain_sleep, &interrupted));
+	uint64_t took = wt_now_ns() - t0;
+	printf("[          ] %d sleeps of %d ms in %.1f ms, %ld interrupted (EINTR)\n",
+	       PLAIN_SLEEPS, PLAIN_SLEEP_MS, (double)took / 1e6, interrupted);
+	WT_EQ(interrupted, 0);
+	WT_CMPU(took, >=, (uint64_t)PLAIN_SLEEPS * PLAIN_SLEEP_MS * MS);
+	WT_OK(weft_shutdown());
+}
+
 /* ---- with preemption off, a spinner keeps its worker ---------------------- */
 
 static atomic_int other_ran;
@@ -680,6 +724,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ult_in_a_raw_futex_wait_gives_way),
 		cmocka_unit_test(test_preemption_never_interrupts_a_section),
 		cmocka_unit_test(test_preemption_spares_a_section_being_handed_over),
+		cmocka_unit_test(test_ult_in_a_plain_sleep_is_not_interrupted),
 		cmocka_unit_test(test_preemption_off_spinner_keeps_the_worker),
 		cmocka_unit_test(test_config_and_environment),
 		cmocka_unit_test(test_async_cancel_ends_a_spinning_ult),
