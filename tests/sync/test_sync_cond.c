@@ -852,6 +852,10 @@ static void *disturbed_taker(void *arg)
 {
 	struct disturbed *d = ((struct disturbed_arg *)arg)->d;
 	int me = ((struct disturbed_arg *)arg)->me;
+	/* Not before the disturbance has begun: on a loaded machine the pair
+	 * could finish before the others ever ran. */
+	while (atomic_load(&d->pokes) == 0)
+		weft_yield();
 	WT_OK(weft_mutex_lock(&d->m));
 	for (int i = 0; i < DISTURB_ROUNDS; i++) {
 		while (d->turn != me)
