@@ -8,7 +8,8 @@
  * and one blocked in any call but a futex wait is left there: the signal
  * would make the call fail with EINTR) - or whose kernel thread has used
  * no CPU since the last look and waits in a futex with no timeout, the one
- * wait the signal interrupts invisibly (SA_RESTART) - gets WF_SIG_PREEMPT, sent to its carrier's kernel thread (tgkill). The signal is the only
+ * wait the signal interrupts invisibly (SA_RESTART) - gets WF_SIG_PREEMPT,
+ * sent to its carrier's kernel thread (tgkill). The signal is the only
  * message: its handler, running on that kernel thread at whatever
  * instruction it interrupted, finds the rest itself.
  *

@@ -200,6 +200,17 @@ static struct {
 	long loops_per_us;
 } window;
 
+/* One worker, 100 us slices, sections handed over past 20 us. */
+static void init_one_worker_handing_over(void)
+{
+	weft_config_t c;
+	WT_OK(weft_config_init(&c));
+	c.workers = 1;
+	c.preempt_ns = WINDOW_SLICE_NS;
+	c.syscall_ns = 20000;
+	WT_OK(weft_init(&c));
+}
+
 static void *compute_then_sleep(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
@@ -231,12 +242,7 @@ static void test_preemption_never_interrupts_a_section(void **state)
 	for (volatile long k = 0; k < 10000000; k++)
 		;
 	window.loops_per_us = 10000000 / (long)((wt_now_ns() - t0) / 1000 + 1) + 1;
-	weft_config_t c;
-	WT_OK(weft_config_init(&c));
-	c.workers = 1;
-	c.preempt_ns = WINDOW_SLICE_NS;
-	c.syscall_ns = 20000;
-	WT_OK(weft_init(&c));
+	init_one_worker_handing_over();
 	weft_t t[WINDOW_ULTS];
 	for (int i = 0; i < WINDOW_ULTS; i++)
 		t[i] = wt_spawn(NULL, compute_then_sleep, (void *)(uintptr_t)(i * 7919 + 1));
@@ -295,12 +301,7 @@ static void test_preemption_spares_a_section_being_handed_over(void **state)
 	for (int i = 0; i < BUSY_THREADS; i++)
 		WT_OK(pthread_create(&busy[i], NULL, busy_kernel_thread, NULL));
 	for (int i = 0; i < FIRST_HANDOVERS; i++) {
-		weft_config_t c;
-		WT_OK(weft_config_init(&c));
-		c.workers = 1;
-		c.preempt_ns = WINDOW_SLICE_NS;
-		c.syscall_ns = 20000;
-		WT_OK(weft_init(&c));
+		init_one_worker_handing_over();
 		void *ret;
 		weft_t t = wt_spawn(NULL, sleep_2ms_in_a_section, NULL);
 		WT_OK(weft_join(t, &ret));
