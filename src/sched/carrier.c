@@ -122,6 +122,7 @@
  * ends (EXIT for spares) and is joined.
  */
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -856,6 +857,8 @@ void wf_preempt_kick(wf_worker_t *w)
 enum { SAW_SECTION = 1, SAW_RUNNING = 2, SAW_STUCK = 4 };
 
 /* What kernel thread tid does, read from /proc:
+ *   KT_UNKNOWN  /proc does not speak this program's system call numbers
+ *               (proc_speaks_ours);
  *   KT_RUNNING  it runs in user space (or /proc says nothing better);
  *   KT_FUTEX    it waits in a futex with no timeout - the one wait a signal
  *               interrupts invisibly: with SA_RESTART the kernel makes it
@@ -864,10 +867,67 @@ enum { SAW_SECTION = 1, SAW_RUNNING = 2, SAW_STUCK = 4 };
  *               sigsuspend, a timed wait would fail with EINTR, which a
  *               program that sent itself no signal need not expect - so
  *               it is not preempted there. */
-enum { KT_RUNNING, KT_FUTEX, KT_CALL };
+enum { KT_UNKNOWN, KT_RUNNING, KT_FUTEX, KT_CALL };
+
+static long proc_syscall_nr(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	long nr;
+	if (wf_read_proc(path, buf, sizeof buf) < 0 || sscanf(buf, "%ld", &nr) != 1)
+		return -1; /* "running", or no answer */
+	return nr;
+}
+
+static atomic_int probe_word;
+static atomic_int probe_tid;
+
+static void *probe_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&probe_tid, (int)syscall(SYS_gettid));
+	while (!atomic_load(&probe_word))
+		syscall(SYS_futex, &probe_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	return NULL;
+}
+
+/* Does /proc report this program's system call numbers? Not under an
+ * emulator: qemu-user runs an aarch64 program on an x86-64 kernel, whose
+ * own numbers /proc gives. Learned once, when first needed, from a thread
+ * made to wait in a futex (a millisecond at most). Where it does not, the
+ * monitor goes back to signalling a ULT blocked in the kernel for a slice
+ * of wall time, whatever the call (futex_waiting). */
+static int proc_speaks_ours(void)
+{
+	static int known = -1; /* the monitor's alone */
+	if (known >= 0)
+		return known;
+	known = 0;
+	atomic_store(&probe_word, 0);
+	atomic_store(&probe_tid, 0);
+	pthread_t t;
+	if (wf_sys_thread_create(&t, probe_main, NULL) != 0)
+		return known;
+	for (int tries = 0; tries < 1000; tries++) {
+		int tid = atomic_load(&probe_tid);
+		long nr = tid ? proc_syscall_nr(tid) : -1;
+		if (nr >= 0) {
+			known = nr == SYS_futex;
+			break;
+		}
+		struct timespec ts = {0, 1000};
+		WF_SYS(nanosleep)(&ts, NULL);
+	}
+	atomic_store(&probe_word, 1);
+	syscall(SYS_futex, &probe_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	WF_SYS(pthread_join)(t, NULL);
+	return known;
+}
 
 static int kernel_state(pid_t tid)
 {
+	if (!proc_speaks_ours())
+		return KT_UNKNOWN;
 	char path[64], buf[256];
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
 	if (wf_read_proc(path, buf, sizeof buf) < 0)
@@ -888,16 +948,21 @@ static int kernel_state(pid_t tid)
  * in a plain futex? Asked of /proc at once, then - while the answer stays
  * no in the same run - after 2, 4, ... up to PROBE_GAP_MAX sweeps: a ULT
  * that sleeps in another system call (a nanosleep weft does not see) cost
- * a /proc read every sweep, 3% of a core for an idle process. */
+ * a /proc read every sweep, 3% of a core for an idle process. Where /proc
+ * cannot say (KT_UNKNOWN: an emulator), yes once the run has lasted a
+ * slice of wall time. */
 #define PROBE_GAP_MAX 32
-static int futex_waiting(int i, pid_t tid)
+static int futex_waiting(int i, pid_t tid, uint64_t now)
 {
 	if (cr.probe_in[i]) {
 		cr.probe_in[i]--;
 		return 0;
 	}
-	if (kernel_state(tid) == KT_FUTEX)
+	int k = kernel_state(tid);
+	if (k == KT_FUTEX)
 		return 1;
+	if (k == KT_UNKNOWN)
+		return now - cr.run_ns[i] >= (uint64_t)wf_rt.preempt_ns;
 	unsigned gap = cr.probe_gap[i];
 	cr.probe_gap[i] = gap == 0 ? 1 : gap < PROBE_GAP_MAX ? gap * 2 : PROBE_GAP_MAX;
 	cr.probe_in[i] = cr.probe_gap[i];
@@ -934,7 +999,7 @@ static int watch_run(int i, wf_worker_t *w, uint64_t now)
 		cr.run_ns[i] = now;
 		cr.run_cpu0[i] = cpu;
 		cr.probe_in[i] = cr.probe_gap[i] = 0;
-	} else if (blocked ? futex_waiting(i, c->tid)
+	} else if (blocked ? futex_waiting(i, c->tid, now)
 			   : ran_a_slice(i, now, cpu) && (!c || kernel_state(c->tid) != KT_CALL)) {
 		/* A slice computed without a decision - or a ULT that has not
 		 * run at all since the last sweep because its kernel thread

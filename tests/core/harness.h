@@ -42,6 +42,11 @@ _Noreturn void wt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* Skip the current test where weft has no preemption (sanitizer builds,
  * other architectures: src/sched/preempt.c). */
 void wt_need_preemption(void);
+/* Skip the test unless /proc/self/task/TID/syscall reports this program's
+ * system call numbers (not under qemu-user, which runs an aarch64 program
+ * on an x86-64 kernel): the monitor then cannot tell a thread's system
+ * call, and preempts as if it could not (src/sched/carrier.c). */
+void wt_need_proc_syscalls(void);
 
 /* "EINVAL" for EINVAL, "0" for 0, a number otherwise. */
 const char *wt_errname(long long e);

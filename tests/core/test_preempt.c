@@ -353,6 +353,7 @@ static void test_ult_in_a_plain_sleep_is_not_interrupted(void **state)
 {
 	(void)state;
 	wt_need_preemption();
+	wt_need_proc_syscalls();
 	init_one_worker(PLAIN_SLICE_NS, NULL);
 	long interrupted = 0;
 	uint64_t t0 = wt_now_ns();
