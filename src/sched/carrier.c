@@ -894,7 +894,8 @@ static void *probe_main(void *arg)
 /* Does /proc report this program's system call numbers? Not under an
  * emulator: qemu-user runs an aarch64 program on an x86-64 kernel, whose
  * own numbers /proc gives. Learned once, when first needed, from a thread
- * made to wait in a futex (a millisecond at most). Where it does not, the
+ * made to wait in a futex (well under a millisecond as a rule; the look
+ * gives up after 1,000 tries). Where it does not, the
  * monitor goes back to signalling a ULT blocked in the kernel for a slice
  * of wall time, whatever the call (futex_waiting). */
 static int proc_speaks_ours(void)
